@@ -1,0 +1,129 @@
+"""`SequenceMatrix`: the one container for featurised sequences.
+
+All tokens of all sequences are rows of a single CSR matrix (tokens x attributes); ``offsets``
+marks where each sequence starts. Keeping one matrix (rather than a list of per-sequence
+matrices) lets the potentials of a whole corpus be computed with one sparse product.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["SequenceMatrix"]
+
+
+class SequenceMatrix:
+    """Featurised sequences: a CSR matrix of tokens plus sequence boundaries.
+
+    Parameters
+    ----------
+    matrix : scipy.sparse matrix of shape (n_tokens, n_attributes)
+        One row per token, sequences stored one after the other. Converted to CSR float64.
+    offsets : array-like of int, shape (n_sequences + 1,)
+        Sequence ``i`` is rows ``offsets[i]:offsets[i + 1]``. Starts at 0, ends at
+        ``n_tokens``, never decreases (empty sequences are allowed).
+    feature_names : array-like of str of shape (n_attributes,), default=None
+        Attribute names, when known (the featurizer sets them).
+
+    Attributes
+    ----------
+    matrix : scipy.sparse.csr_matrix
+    offsets : ndarray of int64
+    feature_names : ndarray of object or None
+
+    Notes
+    -----
+    The object has ``len`` and integer/slice/array indexing over sequences, but no ``shape``:
+    scikit-learn's cross-validation then splits it like a list (yielding per-sequence CSR
+    matrices, which every estimator here accepts).
+    """
+
+    def __init__(self, matrix, offsets, feature_names=None):
+        if not sp.issparse(matrix):
+            raise TypeError(f"matrix must be a scipy.sparse matrix, got {type(matrix).__name__}")
+        matrix = sp.csr_matrix(matrix, dtype=np.float64)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        if offsets.ndim != 1 or offsets.size == 0 or offsets[0] != 0:
+            raise ValueError("offsets must be a 1-d array starting at 0")
+        if offsets[-1] != matrix.shape[0]:
+            raise ValueError(
+                f"offsets end at {offsets[-1]} but the matrix has {matrix.shape[0]} rows"
+            )
+        if np.any(np.diff(offsets) < 0):
+            raise ValueError("offsets must not decrease")
+        if feature_names is not None:
+            feature_names = np.asarray(feature_names, dtype=object)
+            if feature_names.shape != (matrix.shape[1],):
+                raise ValueError(
+                    f"{feature_names.shape[0]} feature names for {matrix.shape[1]} columns"
+                )
+        self.matrix = matrix
+        self.offsets = offsets
+        self.feature_names = feature_names
+
+    @property
+    def lengths(self):
+        """Number of tokens in each sequence, ndarray of shape (n_sequences,)."""
+        return np.diff(self.offsets)
+
+    @property
+    def n_tokens(self):
+        return self.matrix.shape[0]
+
+    @property
+    def n_features(self):
+        return self.matrix.shape[1]
+
+    def __len__(self):
+        return self.offsets.size - 1
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self.matrix[self.offsets[i]:self.offsets[i + 1]]
+
+    def __getitem__(self, key):
+        """An int gives that sequence's CSR rows; a slice, index array or mask gives a
+        `SequenceMatrix` of the selected sequences."""
+        n = len(self)
+        if isinstance(key, numbers.Integral):
+            i = int(key) + n if key < 0 else int(key)
+            if not 0 <= i < n:
+                raise IndexError(f"sequence index {key} out of range for {n} sequences")
+            return self.matrix[self.offsets[i]:self.offsets[i + 1]]
+        if isinstance(key, slice):
+            key = np.arange(n)[key]
+        key = np.asarray(key)
+        if key.dtype == bool:
+            if key.shape != (n,):
+                raise IndexError(f"boolean mask of shape {key.shape} for {n} sequences")
+            key = np.flatnonzero(key)
+        elif key.size == 0:
+            key = key.astype(np.int64)
+        elif not np.issubdtype(key.dtype, np.integer):
+            raise IndexError("SequenceMatrix indices must be integers, slices or boolean masks")
+        key = np.where(key < 0, key + n, key)
+        if key.size and (key.min() < 0 or key.max() >= n):
+            raise IndexError(f"sequence index out of range for {n} sequences")
+        starts, stops = self.offsets[key], self.offsets[key + 1]
+        lengths = stops - starts
+        rows = _concatenated_ranges(starts, lengths)
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        return SequenceMatrix(self.matrix[rows], offsets, self.feature_names)
+
+    def __repr__(self):
+        return (
+            f"<SequenceMatrix of {len(self)} sequences, {self.n_tokens} tokens, "
+            f"{self.n_features} attributes>"
+        )
+
+
+def _concatenated_ranges(starts, lengths):
+    """Concatenation of ``arange(s, s + n)`` for each pair, without a Python loop."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    # Position of each output element within its range, plus its range's start.
+    range_ids = np.repeat(np.arange(lengths.size), lengths)
+    first = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    return starts[range_ids] + (np.arange(total) - first[range_ids])
