@@ -1,0 +1,131 @@
+"""Checks and conversions of user input shared by all estimators."""
+
+from itertools import chain
+
+import numpy as np
+import scipy.sparse as sp
+
+from .sequences import SequenceMatrix
+
+__all__ = ["as_sequence_list", "sequence_lengths", "select_sequences", "is_matrix_input", "matrices_to_sequence_matrix", "check_labels", "encode_labels"]
+
+
+def as_sequence_list(X, name="X"):
+    """X as a list of sequences, or a `SequenceMatrix` unchanged."""
+    if isinstance(X, SequenceMatrix):
+        return X
+    if isinstance(X, (str, bytes, dict)) or sp.issparse(X) or not hasattr(X, "__iter__"):
+        raise TypeError(
+            f"{name} must be a list of sequences (each a list of feature dicts, or a "
+            f"per-sequence feature matrix) or a SequenceMatrix, got {type(X).__name__}"
+        )
+    return X if isinstance(X, list) else list(X)
+
+
+def sequence_lengths(X):
+    """Number of tokens of each sequence of a list of sequences or a `SequenceMatrix`."""
+    if isinstance(X, SequenceMatrix):
+        return X.lengths
+    return np.array([seq.shape[0] if hasattr(seq, "shape") else len(seq) for seq in X],
+                    dtype=np.int64)
+
+
+def select_sequences(X, indices):
+    """The sequences at ``indices``, as the same kind of container."""
+    if isinstance(X, SequenceMatrix):
+        return X[indices]
+    return [X[i] for i in indices]
+
+
+def is_matrix_input(X):
+    """True when X holds feature matrices rather than feature dicts."""
+    if isinstance(X, SequenceMatrix):
+        return True
+    kinds = {sp.issparse(seq) or isinstance(seq, np.ndarray) for seq in X}
+    if len(kinds) > 1:
+        raise TypeError("X mixes feature matrices with other sequence types")
+    return kinds == {True}
+
+
+def matrices_to_sequence_matrix(X, n_features=None):
+    """Stack per-sequence feature matrices (sparse or 2-d arrays) into a `SequenceMatrix`."""
+    if isinstance(X, SequenceMatrix):
+        matrix = X
+    else:
+        blocks = []
+        for i, seq in enumerate(X):
+            if not sp.issparse(seq) and np.ndim(seq) != 2:
+                raise ValueError(f"sequence {i} of X is not a 2-d (tokens x attributes) matrix")
+            blocks.append(sp.csr_matrix(seq, dtype=np.float64))
+        widths = {block.shape[1] for block in blocks}
+        if len(widths) > 1:
+            raise ValueError(f"the sequences of X have different numbers of columns: {widths}")
+        lengths = [block.shape[0] for block in blocks]
+        stacked = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, 0))
+        matrix = SequenceMatrix(stacked, np.concatenate([[0], np.cumsum(lengths)]))
+    if not np.isfinite(matrix.matrix.data).all():
+        raise ValueError("X contains NaN or infinite feature values")
+    if n_features is not None and matrix.n_features != n_features:
+        raise ValueError(
+            f"X has {matrix.n_features} attributes per token, but the model was fitted "
+            f"with {n_features}"
+        )
+    return matrix
+
+
+def check_labels(y, lengths, name="y"):
+    """Validate label sequences against sequence lengths.
+
+    Returns the indices of the labelled sequences (``y[i] is None`` marks an unlabelled one).
+    """
+    if isinstance(y, (str, bytes, dict)) or not hasattr(y, "__len__"):
+        raise TypeError(f"{name} must be a list of label sequences, got {type(y).__name__}")
+    if len(y) != len(lengths):
+        raise ValueError(
+            f"X has {len(lengths)} sequences but {name} has {len(y)} label sequences"
+        )
+    labelled = []
+    for i, labels in enumerate(y):
+        if labels is None:
+            continue
+        if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
+            raise TypeError(
+                f"{name}[{i}] must be a list of labels (or None when unlabelled), "
+                f"got {type(labels).__name__}"
+            )
+        if len(labels) != lengths[i]:
+            raise ValueError(
+                f"sequence {i} has {lengths[i]} tokens but {len(labels)} labels"
+            )
+        labelled.append(i)
+    return np.asarray(labelled, dtype=np.int64)
+
+
+def encode_labels(label_sequences, classes=None):
+    """Integer codes of all labels, and the classes in order of first appearance.
+
+    With ``classes`` given, labels outside it raise a ValueError.
+    """
+    flat = list(chain.from_iterable(label_sequences))
+    index = {} if classes is None else {label: k for k, label in enumerate(classes)}
+    try:
+        if classes is None:
+            codes = [index.setdefault(label, len(index)) for label in flat]
+        else:
+            codes = [index[label] for label in flat]
+    except TypeError as error:
+        bad = next(label for label in flat if not _is_hashable(label))
+        raise TypeError(
+            f"labels must be hashable (str, int, ...), got {type(bad).__name__}: {bad!r}"
+        ) from error
+    except KeyError as error:
+        raise ValueError(f"unknown label {error.args[0]!r}; known: {list(index)}") from None
+    return list(index), np.asarray(codes, dtype=np.int64)
+
+
+def _is_hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True

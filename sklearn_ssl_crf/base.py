@@ -1,0 +1,184 @@
+"""What every chain CRF estimator shares: input handling, prediction, fitted attributes."""
+
+from itertools import chain
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import (
+    as_sequence_list,
+    check_labels,
+    encode_labels,
+    is_matrix_input,
+    matrices_to_sequence_matrix,
+    select_sequences,
+    sequence_lengths,
+)
+from .decoding import decode, posterior_marginals
+from .featurize import SequenceVectorizer
+from .packing import PackedSequences
+
+__all__ = ["BaseCRF"]
+
+
+class BaseCRF(BaseEstimator):
+    """Base class of the linear-chain CRF estimators (not for direct use).
+
+    Subclasses learn ``state_weights_`` and ``transition_weights_``; this class turns inputs
+    into feature matrices and weights into predictions. X is sklearn-crfsuite's format (a list
+    of sequences of feature dicts), a list of per-sequence feature matrices, or a
+    `SequenceMatrix`; y is a list of label sequences, where ``None`` marks an unlabelled
+    sequence.
+    """
+
+    # -- input ---------------------------------------------------------------------------
+
+    def _fit_inputs(self, X, y, min_freq=0):
+        """Featurise X, check y, learn the label set.
+
+        Returns the `SequenceMatrix` of all sequences, the indices of the labelled ones
+        and the label codes of their tokens. Sets ``vectorizer_``, ``attributes_``,
+        ``num_attributes_`` and ``classes_``.
+        """
+        X = as_sequence_list(X)
+        if len(X) == 0:
+            raise ValueError("X is empty: fit needs at least one labelled sequence")
+        if is_matrix_input(X):
+            if min_freq:
+                raise ValueError(
+                    "min_freq applies to feature-dict input; with feature matrices, filter "
+                    "the columns in the featurizer (e.g. SequenceVectorizer(min_freq=...))"
+                )
+            self.vectorizer_ = None
+            sequences = matrices_to_sequence_matrix(X)
+        else:
+            self.vectorizer_ = SequenceVectorizer(min_freq=min_freq)
+            sequences = self.vectorizer_.fit_transform(X)
+        names = sequences.feature_names
+        self.attributes_ = list(range(sequences.n_features)) if names is None else list(names)
+        self.num_attributes_ = sequences.n_features
+
+        labelled = check_labels(y, sequences.lengths)
+        if labelled.size == 0:
+            raise ValueError("y has no labelled sequence (every entry is None)")
+        empty = labelled[sequences.lengths[labelled] == 0]
+        if empty.size:
+            raise ValueError(f"sequence {empty[0]} is empty: every training sequence needs "
+                             "at least one token")
+        self.classes_, codes = encode_labels(y[i] for i in labelled)
+        return sequences, labelled, codes
+
+    def _transform(self, X):
+        """Featurise X with what fit learned; returns a `SequenceMatrix`."""
+        check_is_fitted(self, ["state_weights_", "transition_weights_"])
+        return self._features(X)
+
+    def _features(self, X):
+        # Also used during fit (dev sets), before the weights exist.
+        X = as_sequence_list(X)
+        if isinstance(X, list) and len(X) == 0:
+            return matrices_to_sequence_matrix([], None)
+        if is_matrix_input(X):
+            return matrices_to_sequence_matrix(X, self.num_attributes_)
+        if self.vectorizer_ is None:
+            raise TypeError(
+                "this model was fitted on feature matrices; pass feature matrices, not dicts"
+            )
+        return self.vectorizer_.transform(X)
+
+    def _packed_potentials(self, sequences):
+        packed = PackedSequences(sequences.matrix, sequences.lengths)
+        return packed, packed.unary(self.state_weights_), self.transition_weights_
+
+    # -- prediction ----------------------------------------------------------------------
+
+    def predict(self, X):
+        """Most likely label sequence of each sequence (Viterbi).
+
+        Parameters
+        ----------
+        X : list of sequences, list of feature matrices, or SequenceMatrix
+
+        Returns
+        -------
+        y : list of lists of labels
+        """
+        sequences = self._transform(X)
+        if sequences.n_tokens == 0:
+            return [[] for _ in range(len(sequences))]
+        codes = decode(*self._packed_potentials(sequences))
+        labels = np.asarray(self.classes_, dtype=object)[codes]
+        return [part.tolist() for part in np.split(labels, sequences.offsets[1:-1])]
+
+    def predict_single(self, xseq):
+        """Label sequence of one sequence."""
+        return self.predict([xseq])[0]
+
+    def predict_marginals(self, X):
+        """Posterior probability of every label at every position.
+
+        Parameters
+        ----------
+        X : list of sequences, list of feature matrices, or SequenceMatrix
+
+        Returns
+        -------
+        marginals : list of lists of dict
+            ``marginals[i][t][label]`` is ``p(y_t = label | x_i)``.
+        """
+        sequences = self._transform(X)
+        if sequences.n_tokens == 0:
+            return [[] for _ in range(len(sequences))]
+        marginals = posterior_marginals(*self._packed_potentials(sequences))
+        classes = self.classes_
+        rows = [dict(zip(classes, row)) for row in marginals.tolist()]
+        offsets = sequences.offsets.tolist()
+        return [rows[start:stop] for start, stop in zip(offsets[:-1], offsets[1:])]
+
+    def predict_marginals_single(self, xseq):
+        """Label marginals of one sequence."""
+        return self.predict_marginals([xseq])[0]
+
+    def score(self, X, y):
+        """Token accuracy over the labelled sequences (``y[i] is None`` are skipped).
+
+        Parameters
+        ----------
+        X : list of sequences, list of feature matrices, or SequenceMatrix
+        y : list of label sequences (or None)
+
+        Returns
+        -------
+        score : float
+        """
+        X = as_sequence_list(X)
+        labelled = check_labels(y, sequence_lengths(X))
+        if labelled.size == 0:
+            raise ValueError("y has no labelled sequence to score")
+        predicted = chain.from_iterable(self.predict(select_sequences(X, labelled)))
+        gold = list(chain.from_iterable(y[i] for i in labelled))
+        return float(np.mean([p == g for p, g in zip(predicted, gold)]))
+
+    # -- fitted attributes in sklearn-crfsuite's form -------------------------------------
+
+    @property
+    def state_features_(self):
+        """``{(attribute, label): weight}`` of every non-zero state weight."""
+        check_is_fitted(self, "state_weights_")
+        rows, cols = np.nonzero(self.state_weights_)
+        weights = self.state_weights_[rows, cols].tolist()
+        return {
+            (self.attributes_[r], self.classes_[c]): w
+            for r, c, w in zip(rows.tolist(), cols.tolist(), weights)
+        }
+
+    @property
+    def transition_features_(self):
+        """``{(label_from, label_to): weight}`` of every non-zero transition weight."""
+        check_is_fitted(self, "transition_weights_")
+        rows, cols = np.nonzero(self.transition_weights_)
+        return {
+            (self.classes_[r], self.classes_[c]): float(self.transition_weights_[r, c])
+            for r, c in zip(rows.tolist(), cols.tolist())
+        }

@@ -1,0 +1,242 @@
+"""`CRF`: supervised linear-chain CRF trained by L-BFGS, a drop-in for sklearn_crfsuite.CRF."""
+
+from itertools import chain
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._validation import check_labels
+from .base import BaseCRF
+from .decoding import decode
+from .objectives import log_likelihood
+from .optim import minimize_lbfgs
+from .packing import PackedSequences
+from .parameters import WeightLayout
+
+__all__ = ["CRF"]
+
+
+class CRF(BaseCRF):
+    """Linear-chain conditional random field trained by L-BFGS.
+
+    A drop-in for ``sklearn_crfsuite.CRF(algorithm='lbfgs')``: the same inputs (lists of
+    sequences of feature dicts), outputs, parameter and attribute names; no temp files, the
+    fitted model is plain NumPy arrays.
+
+    It maximises ``sum_i log p(y_i | x_i) - c1 * ||w||_1 - c2 * ||w||^2`` over state weights
+    (attribute x label) and transition weights (label x label).
+
+    Parameters
+    ----------
+    algorithm : {'lbfgs'}, default='lbfgs'
+        Only L-BFGS; stochastic training is `NaturalGradientCRF`.
+    c1 : float, default=0.0
+        L1 strength. Solved exactly with split variables under L-BFGS-B (SciPy has no
+        OWL-QN), which doubles the optimiser's memory.
+    c2 : float, default=1.0
+        L2 strength, CRFsuite's scaling: the penalty is ``c2 * ||w||^2``.
+    max_iterations : int, default=None
+        Maximum number of L-BFGS iterations; None: until a stopping rule fires.
+    num_memories : int, default=6
+        Number of L-BFGS correction pairs.
+    epsilon : float, default=1e-5
+        Stop when ``||g|| / max(1, ||w||) < epsilon``.
+    period : int, default=10
+        Window of the ``delta`` stopping rule.
+    delta : float, default=1e-5
+        Stop when the objective improved by less than ``delta`` (relative) over ``period``
+        iterations.
+    min_freq : float, default=0
+        Attributes occurring ``min_freq`` times or fewer in the training data are dropped
+        (feature-dict input only).
+    all_possible_states : bool, default=True
+        True: a weight for every (attribute, label) pair. False: only pairs seen together in
+        the training data, as CRFsuite does by default (smaller model, usually slightly less
+        accurate).
+    all_possible_transitions : bool, default=True
+        True: a weight for every label pair. False: only transitions seen in the training data
+        (the others stay 0, as in CRFsuite).
+    verbose : bool, default=False
+        Print the objective (and the dev score, when given) after every iteration.
+    n_jobs : int, default=None
+        Accepted for API symmetry with the semi-supervised estimators, which spread their
+        unlabelled data over workers; supervised training is one process.
+
+    Attributes
+    ----------
+    classes_ : list
+        Labels, in order of first appearance in the training data.
+    attributes_ : list
+        Attribute names (column indices for matrix input).
+    num_attributes_ : int
+    state_weights_ : ndarray of shape (num_attributes_, n_labels)
+    transition_weights_ : ndarray of shape (n_labels, n_labels)
+        ``transition_weights_[i, j]``: weight of label ``i`` followed by label ``j``.
+    state_features_ : dict
+        ``{(attribute, label): weight}`` of the non-zero state weights.
+    transition_features_ : dict
+        ``{(label_from, label_to): weight}`` of the non-zero transition weights.
+    size_ : int
+        Bytes taken by the weights.
+    training_log_ : list of dict
+        Per iteration: ``num``, ``loss``, ``feature_norm``, ``error_norm``,
+        ``active_features``, ``n_evaluations``, ``time``, and ``dev_accuracy`` with a dev set.
+    n_iter_ : int
+    termination_condition_ : str
+        Why training stopped.
+    vectorizer_ : SequenceVectorizer or None
+        The featurizer fitted on dict input (None for matrix input).
+
+    See Also
+    --------
+    SequenceVectorizer : featurizer for pipelines.
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf import CRF
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
+    >>> y = [["DET", "NOUN"], ["DET", "NOUN"]]
+    >>> CRF(c2=0.01).fit(X, y).predict([[{"w": "the"}, {"w": "cat"}]])
+    [['DET', 'NOUN']]
+    """
+
+    _parameter_constraints = {
+        "algorithm": [StrOptions({"lbfgs"})],
+        "c1": [Interval(Real, 0, None, closed="left")],
+        "c2": [Interval(Real, 0, None, closed="left")],
+        "max_iterations": [Interval(Integral, 0, None, closed="left"), None],
+        "num_memories": [Interval(Integral, 1, None, closed="left")],
+        "epsilon": [Interval(Real, 0, None, closed="left")],
+        "period": [Interval(Integral, 0, None, closed="left")],
+        "delta": [Interval(Real, 0, None, closed="left")],
+        "min_freq": [Interval(Real, 0, None, closed="left")],
+        "all_possible_states": ["boolean"],
+        "all_possible_transitions": ["boolean"],
+        "verbose": ["verbose"],
+        "n_jobs": [Integral, None],
+    }
+
+    def __init__(
+        self,
+        algorithm="lbfgs",
+        c1=0.0,
+        c2=1.0,
+        max_iterations=None,
+        num_memories=6,
+        epsilon=1e-5,
+        period=10,
+        delta=1e-5,
+        min_freq=0,
+        all_possible_states=True,
+        all_possible_transitions=True,
+        verbose=False,
+        n_jobs=None,
+    ):
+        self.algorithm = algorithm
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.num_memories = num_memories
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, X_dev=None, y_dev=None):
+        """Train on labelled sequences.
+
+        Parameters
+        ----------
+        X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
+        y : list of label sequences
+            Sequences whose labels are None are unlabelled; a supervised CRF skips them.
+        X_dev, y_dev : optional
+            A development set scored (token accuracy) after every iteration, recorded in
+            ``training_log_`` and printed when ``verbose``. Give both or neither.
+
+        Returns
+        -------
+        self : CRF
+        """
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("give both X_dev and y_dev, or neither")
+        sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        train = sequences[labelled]
+        packed = PackedSequences(train.matrix, train.lengths, codes, len(self.classes_))
+        layout = self._weight_layout(packed)
+        objective = _penalised_negative_log_likelihood(packed, layout, self.c2)
+        callback = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
+        result = minimize_lbfgs(
+            objective,
+            np.zeros(layout.size),
+            c1=self.c1,
+            max_iterations=self.max_iterations,
+            epsilon=self.epsilon,
+            period=self.period,
+            delta=self.delta,
+            num_memories=self.num_memories,
+            callback=callback,
+            verbose=self.verbose,
+        )
+        state, transition = layout.unpack(result.x)
+        self.state_weights_ = np.array(state)
+        self.transition_weights_ = np.array(transition)
+        self.training_log_ = result.log
+        self.n_iter_ = result.n_iter
+        self.termination_condition_ = result.termination_condition
+        self.size_ = self.state_weights_.nbytes + self.transition_weights_.nbytes
+        return self
+
+    def _weight_layout(self, packed):
+        n_labels = len(self.classes_)
+        state_mask = transition_mask = None
+        if not self.all_possible_states:
+            indicators = sp.csr_matrix(
+                (np.ones(packed.n_tokens), (np.arange(packed.n_tokens), packed.labels)),
+                shape=(packed.n_tokens, n_labels),
+            )
+            state_mask = (packed.matrix_t @ indicators).toarray() != 0
+        if not self.all_possible_transitions:
+            transition_mask = packed.transition_counts > 0
+        return WeightLayout(packed.matrix.shape[1], n_labels, state_mask, transition_mask)
+
+    def _dev_scorer(self, X_dev, y_dev, layout):
+        """Callback giving the dev token accuracy of the current weights."""
+        dev = self._features(X_dev)
+        labelled = check_labels(y_dev, dev.lengths, name="y_dev")
+        dev = dev[labelled]
+        index = {label: k for k, label in enumerate(self.classes_)}
+        # Labels never seen in training get -1: always counted wrong.
+        gold = np.array([index.get(label, -1) for label in chain.from_iterable(
+            y_dev[i] for i in labelled)])
+        packed = PackedSequences(dev.matrix, dev.lengths)
+
+        def dev_accuracy(iteration, theta):
+            state, transition = layout.unpack(theta)
+            predicted = decode(packed, packed.unary(state), transition)
+            return {"dev_accuracy": float(np.mean(predicted == gold))}
+
+        return dev_accuracy
+
+
+def _penalised_negative_log_likelihood(packed, layout, c2):
+    """``theta -> (value, gradient)`` of ``-log-likelihood + c2 * ||theta||^2``."""
+
+    def objective(theta):
+        state, transition = layout.unpack(theta)
+        value, d_unary, d_transition = log_likelihood(packed, packed.unary(state), transition)
+        gradient = layout.pack(packed.weight_gradient(d_unary), d_transition)
+        return (
+            -value + c2 * theta @ theta,
+            2.0 * c2 * theta - gradient,
+        )
+
+    return objective

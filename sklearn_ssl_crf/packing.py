@@ -1,0 +1,76 @@
+"""Feature rows packed once into length buckets, and the one mapping between weights and
+potentials: ``unary = X @ W`` forward, ``dW = X.T @ d_unary`` back."""
+
+from functools import cached_property
+
+import numpy as np
+
+from .inference import LengthBuckets
+
+__all__ = ["PackedSequences"]
+
+
+class PackedSequences:
+    """Token rows of some sequences reordered for the batched kernels.
+
+    Parameters
+    ----------
+    matrix : scipy.sparse.csr_matrix of shape (n_tokens, n_attributes)
+        Token rows, sequences laid end to end.
+    lengths : ndarray of int of shape (n_sequences,)
+    labels : ndarray of int of shape (n_tokens,), default=None
+        Label index of every token, in the same order as ``matrix``.
+    n_labels : int, default=None
+        Needed with ``labels``, to count observed transitions.
+
+    Attributes
+    ----------
+    buckets : LengthBuckets
+    matrix : csr_matrix
+        Rows in packed order.
+    labels : ndarray or None
+        Labels in packed order.
+    transition_counts : ndarray of shape (n_labels, n_labels) or None
+        How often label ``i`` is followed by label ``j`` in the labelled sequences.
+    """
+
+    def __init__(self, matrix, lengths, labels=None, n_labels=None):
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.buckets = LengthBuckets(self.lengths)
+        self.matrix = matrix[self.buckets.order]
+        self.labels = None
+        self.transition_counts = None
+        if labels is not None:
+            labels = np.asarray(labels, dtype=np.int64)
+            self.labels = labels[self.buckets.order]
+            self.transition_counts = _transition_counts(labels, self.lengths, n_labels)
+
+    @cached_property
+    def matrix_t(self):
+        """The transposed matrix in CSR, built once: ``X.T @ d_unary`` runs every iteration."""
+        return self.matrix.T.tocsr()
+
+    @property
+    def n_tokens(self):
+        return self.buckets.n_tokens
+
+    def unary(self, state_weights):
+        """Unary potentials ``X @ W`` of every packed token, shape (n_tokens, n_labels)."""
+        return np.asarray(self.matrix @ state_weights)
+
+    def weight_gradient(self, d_unary):
+        """Map a gradient w.r.t. the unary potentials to one w.r.t. the state weights."""
+        return np.asarray(self.matrix_t @ d_unary)
+
+    def unpack(self, packed_values):
+        """Rows of a packed-order array back in the sequences' original token order."""
+        values = np.empty_like(packed_values)
+        values[self.buckets.order] = packed_values
+        return values
+
+
+def _transition_counts(labels, lengths, n_labels):
+    follows = np.ones(labels.size, dtype=bool)
+    follows[np.concatenate([[0], np.cumsum(lengths)[:-1]])[lengths > 0]] = False
+    pairs = labels[:-1][follows[1:]] * n_labels + labels[1:][follows[1:]]
+    return np.bincount(pairs, minlength=n_labels * n_labels).reshape(n_labels, n_labels)

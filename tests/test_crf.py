@@ -1,0 +1,309 @@
+"""The supervised `CRF`: gradients, optimum, sklearn-crfsuite compatibility, API, bad input."""
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import Pipeline
+
+from sklearn_ssl_crf import CRF, SequenceVectorizer
+from sklearn_ssl_crf._validation import encode_labels
+from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
+from sklearn_ssl_crf.optim import l1_split_objective
+from sklearn_ssl_crf.packing import PackedSequences
+from sklearn_ssl_crf.parameters import WeightLayout
+
+
+def random_tagging_data(n_sequences=40, seed=0, labels=("A", "B", "C")):
+    """Feature-dict sequences whose words depend on the label, plus a real-valued feature."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_sequences):
+        tags = rng.choice(list(labels), size=int(rng.integers(1, 8))).tolist()
+        X.append([
+            {"w": f"{tag}{rng.integers(0, 3)}", "x": float(abs(rng.normal())),
+             "n": f"n{rng.integers(5)}"}
+            for tag in tags
+        ])
+        y.append(tags)
+    return X, y
+
+
+def toy_data():
+    """sklearn-crfsuite's README-style example: float features, an empty token, bytes."""
+    X = [
+        [{"foo": 1, "bar": 0}, {"foo": 1.5, "baz": 2}, {}],
+        [{"foo": 0.5, "word": b"caf\xc3\xa9"}, {"word": "dog"}],
+        [{"bar": 1, "word": "cat"}, {}],
+    ]
+    y = [["false", "true", "false"], ["true", "false"], ["true", "false"]]
+    return X, y
+
+
+# -- the objective -----------------------------------------------------------------------
+
+
+def packed_problem(all_possible_states=True, all_possible_transitions=True):
+    X, y = random_tagging_data(15, seed=1)
+    sequences = SequenceVectorizer().fit_transform(X)
+    classes, codes = encode_labels(y)
+    packed = PackedSequences(sequences.matrix, sequences.lengths, codes, len(classes))
+    crf = CRF(all_possible_states=all_possible_states,
+              all_possible_transitions=all_possible_transitions)
+    crf.classes_ = classes
+    return packed, crf._weight_layout(packed)
+
+
+def finite_difference_check(fun, x, rng, n_directions=6, step=1e-5):
+    _, grad = fun(x)
+    for _ in range(n_directions):
+        direction = rng.normal(size=x.size)
+        numeric = (fun(x + step * direction)[0] - fun(x - step * direction)[0]) / (2 * step)
+        assert numeric == pytest.approx(grad @ direction, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("masks", [(True, True), (False, False)])
+def test_penalised_gradient_matches_finite_differences(masks):
+    packed, layout = packed_problem(*masks)
+    rng = np.random.default_rng(0)
+    objective = _penalised_negative_log_likelihood(packed, layout, c2=0.7)
+    finite_difference_check(objective, rng.normal(size=layout.size), rng)
+
+
+def test_l1_split_gradient_matches_finite_differences():
+    packed, layout = packed_problem()
+    rng = np.random.default_rng(1)
+    smooth = _penalised_negative_log_likelihood(packed, layout, c2=0.3)
+    objective = l1_split_objective(smooth, layout.size, c1=0.4)
+    z = rng.uniform(0.1, 1.0, size=2 * layout.size)  # interior: both parts positive
+    finite_difference_check(objective, z, rng)
+    # The split objective equals the L1-penalised one.
+    x = z[:layout.size] - z[layout.size:]
+    assert objective(np.concatenate([np.maximum(x, 0), np.maximum(-x, 0)]))[0] == (
+        pytest.approx(smooth(x)[0] + 0.4 * np.abs(x).sum())
+    )
+
+
+def test_log_likelihood_equals_enumeration():
+    """Objective value from the definition: sum over sequences of score(y) - log Z."""
+    import itertools
+
+    from scipy.special import logsumexp
+
+    packed, layout = packed_problem()
+    rng = np.random.default_rng(2)
+    theta = rng.normal(size=layout.size)
+    value = _penalised_negative_log_likelihood(packed, layout, c2=0.0)(theta)[0]
+    state, transition = layout.unpack(theta)
+    unary = packed.unpack(packed.unary(state))
+    labels = packed.unpack(packed.labels)
+    offsets = np.concatenate([[0], np.cumsum(packed.lengths)])
+    expected = 0.0
+    for start, stop in zip(offsets[:-1], offsets[1:]):
+        u, gold = unary[start:stop], labels[start:stop]
+
+        def score(seq):
+            return u[np.arange(len(seq)), seq].sum() + transition[seq[:-1], seq[1:]].sum()
+
+        all_scores = [score(np.array(s)) for s in itertools.product(range(3), repeat=stop - start)]
+        expected += score(gold) - logsumexp(all_scores)
+    assert -value == pytest.approx(expected, rel=1e-10)
+
+
+# -- training ----------------------------------------------------------------------------
+
+
+def test_optimum_matches_sklearn_crfsuite():
+    """With CRFsuite's feature set and penalty the two optimisers find the same weights."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    X, y = random_tagging_data(60)
+    ref = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0, c2=1.0, max_iterations=1000,
+                               epsilon=1e-9, delta=1e-12).fit(X, y)
+    ours = CRF(c2=1.0, all_possible_states=False, all_possible_transitions=False,
+               epsilon=1e-9, delta=1e-12).fit(X, y)
+    assert set(ours.state_features_) == set(ref.state_features_)
+    for key, weight in ref.state_features_.items():
+        assert ours.state_features_[key] == pytest.approx(weight, abs=1e-5)
+    for key, weight in ref.transition_features_.items():
+        assert ours.transition_features_[key] == pytest.approx(weight, abs=1e-5)
+    # sklearn-crfsuite 0.5.0's own predict fails on ragged output; use predict_single.
+    assert ours.predict(X) == [list(ref.predict_single(x)) for x in X]
+
+
+def test_toy_example_fits_training_data_perfectly():
+    X, y = toy_data()
+    crf = CRF(c2=0.01).fit(X, y)
+    assert crf.predict(X) == y
+    assert crf.score(X, y) == 1.0
+    assert crf.classes_ == ["false", "true"]
+    assert "word:café" in crf.attributes_
+    assert crf.predict_single(X[0]) == y[0]
+
+
+def test_l1_gives_sparse_weights_and_converges():
+    X, y = random_tagging_data(60)
+    dense = CRF(c2=0.1).fit(X, y)
+    sparse = CRF(c1=1.0, c2=0.1).fit(X, y)
+    n_zero = np.sum(sparse.state_weights_ == 0)
+    assert n_zero > 0.3 * sparse.state_weights_.size
+    assert np.sum(dense.state_weights_ == 0) == 0
+    assert len(sparse.state_features_) == sparse.state_weights_.size - n_zero
+    assert sparse.termination_condition_.startswith("converged")
+
+
+def test_marginals_are_distributions_consistent_with_predict():
+    X, y = random_tagging_data(30)
+    crf = CRF(c2=0.1).fit(X, y)
+    marginals = crf.predict_marginals(X)
+    assert [len(m) for m in marginals] == [len(s) for s in X]
+    for seq in marginals:
+        for position in seq:
+            assert set(position) == set(crf.classes_)
+            assert sum(position.values()) == pytest.approx(1.0, abs=1e-12)
+    # With a confident model, the max-marginal label is the Viterbi label almost everywhere.
+    argmax = [[max(p, key=p.get) for p in seq] for seq in marginals]
+    flat_agree = np.mean([a == b for s, t in zip(argmax, crf.predict(X)) for a, b in zip(s, t)])
+    assert flat_agree > 0.95
+
+
+def test_unlabelled_sequences_are_skipped():
+    X, y = random_tagging_data(30)
+    with_unlabelled = CRF(c2=0.1).fit(X + X[:5], y + [None] * 5)
+    without = CRF(c2=0.1).fit(X, y)
+    np.testing.assert_allclose(with_unlabelled.transition_weights_, without.transition_weights_)
+    assert with_unlabelled.score(X + X[:5], y + [None] * 5) == without.score(X, y)
+
+
+def test_single_label_class_is_allowed():
+    X = [[{"a": "x"}, {"a": "y"}], [{"a": "z"}]]
+    crf = CRF().fit(X, [["O", "O"], ["O"]])
+    assert crf.classes_ == ["O"] and crf.predict(X) == [["O", "O"], ["O"]]
+    assert crf.predict_marginals(X)[1] == [{"O": 1.0}]
+
+
+def test_dev_set_is_scored_every_iteration(capsys):
+    X, y = random_tagging_data(40)
+    crf = CRF(c2=0.1, max_iterations=5, verbose=True).fit(X[:30], y[:30], X[30:], y[30:])
+    assert len(crf.training_log_) == crf.n_iter_ == 5
+    assert crf.termination_condition_ == "max_iterations reached"
+    final = crf.training_log_[-1]["dev_accuracy"]
+    assert final == pytest.approx(crf.score(X[30:], y[30:]))
+    assert capsys.readouterr().out.count("dev_accuracy=") == 5
+
+
+def test_matrix_input_gives_the_same_model_as_dicts():
+    X, y = random_tagging_data(30)
+    vectorizer = SequenceVectorizer().fit(X)
+    matrices = list(vectorizer.transform(X))
+    from_dicts = CRF(c2=0.1).fit(X, y)
+    from_matrices = CRF(c2=0.1).fit(matrices, y)
+    from_dense = CRF(c2=0.1).fit([m.toarray() for m in matrices], y)
+    np.testing.assert_allclose(from_matrices.state_weights_, from_dicts.state_weights_)
+    np.testing.assert_allclose(from_dense.state_weights_, from_dicts.state_weights_)
+    assert from_matrices.predict(vectorizer.transform(X)) == from_dicts.predict(X)
+    assert from_matrices.attributes_ == list(range(vectorizer.transform(X).n_features))
+
+
+# -- scikit-learn API --------------------------------------------------------------------
+
+
+def test_not_fitted():
+    crf = CRF()
+    for method in (crf.predict, crf.predict_marginals):
+        with pytest.raises(NotFittedError):
+            method([[{"a": 1}]])
+    assert not hasattr(crf, "state_features_") and not hasattr(crf, "classes_")
+
+
+def test_pickle_round_trip_gives_identical_marginals():
+    X, y = random_tagging_data(30)
+    crf = CRF(c2=0.1).fit(X, y)
+    restored = pickle.loads(pickle.dumps(crf))
+    assert restored.predict_marginals(X) == crf.predict_marginals(X)
+    assert restored.get_params() == crf.get_params()
+
+
+def test_clone_and_params():
+    crf = CRF(c1=0.2, c2=0.5, all_possible_states=False)
+    copy_ = clone(crf)
+    assert copy_.get_params() == crf.get_params()
+    assert copy_.set_params(c2=3.0).c2 == 3.0
+
+
+def test_pipeline_grid_search_and_cross_validation():
+    X, y = random_tagging_data(60)
+    pipeline = Pipeline([("vec", SequenceVectorizer()), ("crf", CRF(max_iterations=30))])
+    pipeline.fit(X, y)
+    assert pipeline.score(X, y) > 0.8
+    search = GridSearchCV(CRF(max_iterations=30), {"c2": [0.01, 10.0]}, cv=3, n_jobs=2)
+    search.fit(X, y)
+    assert search.best_params_ == {"c2": 0.01}  # heavy L2 cannot fit these labels
+    scores = cross_val_score(pipeline, X, y, cv=3)
+    assert scores.shape == (3,) and scores.min() > 0.6
+
+
+@pytest.mark.parametrize("bad", [{"c2": -1.0}, {"algorithm": "l2sgd"}, {"max_iterations": -2}])
+def test_invalid_parameters(bad):
+    X, y = toy_data()
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        CRF(**bad).fit(X, y)
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "X, y, error, message",
+    [
+        ([[{"a": 1}], [{"a": 2}]], [["A"]], ValueError, "2 sequences but y has 1"),
+        ([[{"a": 1}, {"a": 1}]], [["A"]], ValueError, "sequence 0 has 2 tokens but 1 labels"),
+        ([], [], ValueError, "X is empty"),
+        ([[{"a": 1}], []], [["A"], []], ValueError, "sequence 1 is empty"),
+        ([[{"a": float("nan")}]], [["A"]], ValueError, "(?i)nan|finite"),
+        ([[{"a": 1}]], [[["A"]]], TypeError, "hashable"),
+        ([[{"a": 1}]], ["A"], TypeError, "list of labels"),
+        ("word", [["A"]], TypeError, "list of sequences"),
+        ([[{"a": 1}]], [None], ValueError, "no labelled sequence"),
+        ([sp.csr_matrix([[np.inf]])], [["A"]], ValueError, "NaN or infinite"),
+        ([np.ones((1, 2)), np.ones((1, 3))], [["A"], ["B"]], ValueError, "numbers of columns"),
+    ],
+)
+def test_bad_training_input(X, y, error, message):
+    with pytest.raises(error, match=message):
+        CRF().fit(X, y)
+
+
+def test_bad_prediction_input():
+    X, y = toy_data()
+    crf = CRF().fit(X, y)
+    with pytest.raises(ValueError, match="fitted with"):
+        crf.predict([sp.csr_matrix(np.ones((2, 3)))])
+    with pytest.raises(ValueError, match="(?i)nan|finite"):
+        crf.predict([[{"foo": float("inf")}]])
+    with pytest.raises(ValueError, match="only one|both"):
+        CRF().fit(X, y, X_dev=X)
+    with pytest.raises(ValueError, match="min_freq"):
+        CRF(min_freq=1).fit([sp.csr_matrix(np.ones((1, 2)))], [["A"]])
+    on_matrices = CRF().fit([sp.csr_matrix(np.ones((1, 2)))], [["A"]])
+    with pytest.raises(TypeError, match="feature matrices"):
+        on_matrices.predict([[{"a": 1}]])
+
+
+def test_empty_sequences_at_prediction():
+    X, y = toy_data()
+    crf = CRF().fit(X, y)
+    assert crf.predict([[], X[0]]) == [[], y[0]]
+    assert crf.predict([]) == []
+    assert crf.predict_marginals([[]]) == [[]]
+
+
+def test_input_is_not_modified():
+    X, y = toy_data()
+    X_copy, y_copy = copy.deepcopy(X), copy.deepcopy(y)
+    CRF().fit(X, y, X, y).predict(X)
+    assert X == X_copy and y == y_copy
