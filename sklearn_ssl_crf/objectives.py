@@ -30,16 +30,11 @@ def log_likelihood(packed, unary, transition):
     d_transition : ndarray of shape (S, S)
         Observed transition counts minus expected ones.
     """
-    d_unary = np.empty_like(unary)
-    d_transition = packed.transition_counts.astype(np.float64)
-    log_z = 0.0
-    views = zip(packed.buckets.views(unary), packed.buckets.views(d_unary))
-    for (_, bucket_unary), (_, bucket_d_unary) in views:
-        lattice = chain_lattice(bucket_unary, transition)
-        log_z += lattice.log_z.sum()
-        np.negative(lattice.node_marginals(), out=bucket_d_unary)
-        d_transition -= lattice.edge_marginal_sum()
-    rows = np.arange(packed.n_tokens)
-    d_unary[rows, packed.labels] += 1.0
-    gold_score = unary[rows, packed.labels].sum() + (packed.transition_counts * transition).sum()
-    return gold_score - log_z, d_unary, d_transition
+    lattice = chain_lattice(unary, transition, packed.layout)
+    d_unary = lattice.node_marginals()
+    np.negative(d_unary, out=d_unary)
+    gold = packed.flat_label_index(unary.shape[1])
+    d_unary.reshape(-1)[gold] += 1.0
+    d_transition = packed.transition_counts - lattice.edge_marginal_sum()
+    gold_score = unary.reshape(-1)[gold].sum() + (packed.transition_counts * transition).sum()
+    return gold_score - lattice.log_z.sum(), d_unary, d_transition

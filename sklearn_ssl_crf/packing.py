@@ -1,17 +1,17 @@
-"""Feature rows packed once into length buckets, and the one mapping between weights and
+"""Feature rows packed once into a chain layout, and the one mapping between weights and
 potentials: ``unary = X @ W`` forward, ``dW = X.T @ d_unary`` back."""
 
 from functools import cached_property
 
 import numpy as np
 
-from .inference import LengthBuckets
+from .inference import ChainLayout
 
 __all__ = ["PackedSequences"]
 
 
 class PackedSequences:
-    """Token rows of some sequences reordered for the batched kernels.
+    """Token rows of some sequences reordered into a `ChainLayout` for the batched kernels.
 
     Parameters
     ----------
@@ -25,7 +25,7 @@ class PackedSequences:
 
     Attributes
     ----------
-    buckets : LengthBuckets
+    layout : ChainLayout
     matrix : csr_matrix
         Rows in packed order.
     labels : ndarray or None
@@ -36,13 +36,13 @@ class PackedSequences:
 
     def __init__(self, matrix, lengths, labels=None, n_labels=None):
         self.lengths = np.asarray(lengths, dtype=np.int64)
-        self.buckets = LengthBuckets(self.lengths)
-        self.matrix = matrix[self.buckets.order]
+        self.layout = ChainLayout(self.lengths)
+        self.matrix = matrix[self.layout.order]
         self.labels = None
         self.transition_counts = None
         if labels is not None:
             labels = np.asarray(labels, dtype=np.int64)
-            self.labels = labels[self.buckets.order]
+            self.labels = labels[self.layout.order]
             self.transition_counts = _transition_counts(labels, self.lengths, n_labels)
 
     @cached_property
@@ -50,9 +50,13 @@ class PackedSequences:
         """The transposed matrix in CSR, built once: ``X.T @ d_unary`` runs every iteration."""
         return self.matrix.T.tocsr()
 
+    def flat_label_index(self, n_labels):
+        """Index of every token's gold label in a raveled (n_tokens, n_labels) array."""
+        return np.arange(self.n_tokens) * n_labels + self.labels
+
     @property
     def n_tokens(self):
-        return self.buckets.n_tokens
+        return self.layout.n_rows
 
     def unary(self, state_weights):
         """Unary potentials ``X @ W`` of every packed token, shape (n_tokens, n_labels)."""
@@ -65,7 +69,7 @@ class PackedSequences:
     def unpack(self, packed_values):
         """Rows of a packed-order array back in the sequences' original token order."""
         values = np.empty_like(packed_values)
-        values[self.buckets.order] = packed_values
+        values[self.layout.order] = packed_values
         return values
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 from sklearn_ssl_crf.inference import (
-    LengthBuckets,
+    ChainLayout,
     chain_lattice,
     forward_backward,
     viterbi,
@@ -74,12 +74,22 @@ def test_viterbi_matches_enumeration(chain):
     np.testing.assert_array_equal(path, best_path)
 
 
+def ragged_batch(seed, lengths, n_labels=3, scale=1.0):
+    """Potentials of chains of the given lengths, packed, plus each chain's own."""
+    rng = np.random.default_rng(seed)
+    chains = [rng.normal(scale=scale, size=(n, n_labels)) for n in lengths]
+    transition = rng.normal(scale=scale, size=(n_labels, n_labels))
+    layout = ChainLayout(lengths)
+    stacked = np.concatenate(chains) if sum(lengths) else np.zeros((0, n_labels))
+    return chains, transition, layout, stacked[layout.order]
+
+
 @settings(max_examples=40, deadline=None)
-@given(chains)
-def test_log_space_lattice_agrees_with_scaled(chain):
-    unary, transition = random_chain(*chain)
-    batch = np.stack([unary, unary[::-1]], axis=1)
-    scaled, log_space = ScaledLattice(batch, transition), LogSpaceLattice(batch, transition)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=6), st.integers(0, 2**32 - 1))
+def test_log_space_lattice_agrees_with_scaled(lengths, seed):
+    _, transition, layout, unary = ragged_batch(seed, lengths)
+    scaled = ScaledLattice(unary, transition, layout)
+    log_space = LogSpaceLattice(unary, transition, layout)
     np.testing.assert_allclose(scaled.log_z, log_space.log_z, rtol=1e-12)
     np.testing.assert_allclose(scaled.node_marginals(), log_space.node_marginals(), atol=1e-12)
     np.testing.assert_allclose(scaled.edge_marginals(), log_space.edge_marginals(), atol=1e-12)
@@ -97,20 +107,34 @@ def test_single_position_chain():
     assert path.tolist() == [2] and score == 2.0
 
 
-def test_batched_kernels_equal_single_chains():
-    rng = np.random.default_rng(3)
-    unary = rng.normal(size=(5, 7, 4))
-    transition = rng.normal(size=(4, 4))
-    lattice = chain_lattice(unary, transition)
-    paths, scores = viterbi_batch(unary, transition)
-    for b in range(7):
-        log_z, node, edge = forward_backward(unary[:, b], transition)
-        assert lattice.log_z[b] == pytest.approx(log_z, abs=1e-12)
-        np.testing.assert_allclose(lattice.node_marginals()[:, b], node, atol=1e-13)
-        path, score = viterbi(unary[:, b], transition)
-        np.testing.assert_array_equal(paths[:, b], path)
-    expected_sum = sum(forward_backward(unary[:, b], transition)[2].sum(axis=0) for b in range(7))
-    np.testing.assert_allclose(lattice.edge_marginal_sum(), expected_sum, atol=1e-12)
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=8), st.integers(0, 2**32 - 1))
+def test_batched_kernels_equal_single_chains(lengths, seed):
+    """Chains of mixed lengths (empty ones too) packed together give each chain's own answer."""
+    chains, transition, layout, unary = ragged_batch(seed, lengths)
+    if layout.n_rows == 0:
+        return
+    lattice = chain_lattice(unary, transition, layout)
+    node = np.empty_like(unary)
+    node[layout.order] = lattice.node_marginals()
+    paths = np.empty(layout.n_rows, dtype=np.int64)
+    batch_paths, batch_scores = viterbi_batch(unary, transition, layout)
+    paths[layout.order] = batch_paths
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    expected_edge_sum = np.zeros_like(transition)
+    for i, chain in enumerate(chains):
+        rows = slice(offsets[i], offsets[i + 1])
+        if lengths[i] == 0:
+            assert lattice.log_z[i] == 0.0 and batch_scores[i] == 0.0
+            continue
+        log_z, chain_node, chain_edge = forward_backward(chain, transition)
+        assert lattice.log_z[i] == pytest.approx(log_z, abs=1e-12)
+        np.testing.assert_allclose(node[rows], chain_node, atol=1e-13)
+        path, score = viterbi(chain, transition)
+        np.testing.assert_array_equal(paths[rows], path)
+        assert batch_scores[i] == pytest.approx(score, abs=1e-12)
+        expected_edge_sum += chain_edge.sum(axis=0)
+    np.testing.assert_allclose(lattice.edge_marginal_sum(), expected_edge_sum, atol=1e-12)
 
 
 def test_long_chain_with_large_potentials_stays_exact():
@@ -121,9 +145,9 @@ def test_long_chain_with_large_potentials_stays_exact():
     log_z, node, edge = forward_backward(unary, transition)
     assert np.isfinite(log_z) and np.isfinite(node).all() and np.isfinite(edge).all()
     np.testing.assert_allclose(node.sum(axis=1), 1.0, atol=1e-9)
-    reference = LogSpaceLattice(unary[:, None], transition)
+    reference = LogSpaceLattice(unary, transition, ChainLayout([10_000]))
     assert log_z == pytest.approx(reference.log_z[0], rel=1e-12)
-    np.testing.assert_allclose(node, reference.node_marginals()[:, 0], atol=1e-9)
+    np.testing.assert_allclose(node, reference.node_marginals(), atol=1e-9)
     # The Viterbi score is a lower bound on log Z, within log of the number of paths.
     path, score = viterbi(unary, transition)
     assert score <= log_z <= score + 10_000 * np.log(5)
@@ -136,7 +160,7 @@ def test_underflowing_transitions_fall_back_to_log_space():
     must still be exact."""
     unary = np.array([[0.0, 900.0], [900.0, 0.0], [0.0, 0.0]])
     transition = np.array([[0.0, 900.0], [-900.0, 0.0]])
-    assert not ScaledLattice(unary[:, None], transition).is_exact
+    assert not ScaledLattice(unary, transition, ChainLayout([3])).is_exact
     log_z, node, edge = forward_backward(unary, transition)
     expected_log_z, expected_node, expected_edge, _, _ = brute_force(unary, transition)
     assert log_z == pytest.approx(expected_log_z, rel=1e-12)
@@ -161,17 +185,20 @@ def test_bad_potentials_raise(unary, transition, message):
         viterbi(unary, transition)
 
 
-def test_length_buckets_layout():
+def test_chain_layout():
     lengths = np.array([2, 0, 3, 2, 1])
-    buckets = LengthBuckets(lengths)
-    tokens = np.arange(lengths.sum())
-    packed = tokens[buckets.order]
+    layout = ChainLayout(lengths)
+    assert layout.sequence_order.tolist() == [2, 0, 3, 4, 1]  # decreasing, stable
+    assert layout.batch_sizes.tolist() == [4, 3, 1]
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    seen = []
-    for ids, view in buckets.views(packed):
-        for b, seq in enumerate(ids):
-            # view[t, b] is position t of sequence seq.
-            np.testing.assert_array_equal(view[:, b], np.arange(offsets[seq], offsets[seq + 1]))
-            seen.append(int(seq))
-    assert sorted(seen) == [0, 2, 3, 4]  # the empty sequence has no bucket
-    assert sorted(buckets.order.tolist()) == tokens.tolist()
+    for t, size in enumerate(layout.batch_sizes):
+        for slot in range(size):
+            sequence = layout.sequence_order[slot]
+            row = layout.block_starts[t] + slot
+            assert layout.order[row] == offsets[sequence] + t
+            assert layout.row_slots[row] == slot
+            if t:
+                previous = layout.previous_rows[row - layout.block_starts[1]]
+                assert layout.order[previous] == offsets[sequence] + t - 1
+    assert sorted(layout.order.tolist()) == list(range(lengths.sum()))
+    np.testing.assert_array_equal(layout.per_sequence_sum(np.ones(layout.n_rows)), lengths)

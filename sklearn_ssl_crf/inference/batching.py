@@ -1,52 +1,75 @@
-"""Grouping chains of equal length so batched kernels need no padding or masks."""
+"""The packed layout of many chains: position-major, sequences sorted by decreasing length.
+
+At position ``t`` the chains still running are the first ``batch_sizes[t]`` of the sorted
+order, so the rows of position ``t`` form one contiguous block whose prefix continues into
+position ``t + 1``. The batched kernels thus loop once over positions (up to the longest
+length) for a whole corpus, with no padding and no masks.
+"""
 
 import numpy as np
 
-__all__ = ["LengthBuckets"]
+__all__ = ["ChainLayout"]
 
 
-class LengthBuckets:
-    """Sequences grouped by exact length, with their tokens in position-major order.
-
-    Row ``start + t * B + b`` of a packed array holds position ``t`` of the ``b``-th sequence
-    of a bucket of ``B`` sequences, so ``packed[start:stop].reshape(L, B, ...)`` is the
-    (length, batch, ...) layout of the kernels, as a view. Empty sequences belong to no bucket.
+class ChainLayout:
+    """Where each (sequence, position) lives in a packed array of rows.
 
     Parameters
     ----------
     lengths : array-like of int of shape (n_sequences,)
+        Empty sequences are allowed; they own no rows.
 
     Attributes
     ----------
-    order : ndarray of int64 of shape (n_tokens,)
+    n_sequences, n_rows : int
+    sequence_order : ndarray of int64 of shape (n_sequences,)
+        Batch slot ``b`` holds sequence ``sequence_order[b]`` (decreasing length; ties keep
+        input order, so results are reproducible).
+    batch_sizes : ndarray of int64 of shape (max_length,)
+        Number of chains at each position.
+    block_starts : ndarray of int64 of shape (max_length + 1,)
+        Rows ``block_starts[t]:block_starts[t] + batch_sizes[t]`` are position ``t``.
+    order : ndarray of int64 of shape (n_rows,)
         Packed row ``r`` is token ``order[r]`` of the sequences laid end to end.
-    buckets : list of (start, length, sequence_ids)
-        Rows ``start:start + length * len(sequence_ids)`` hold those sequences.
+    previous_rows : ndarray of int64 of shape (n_rows - n_chains,)
+        For the rows of positions ``t >= 1`` (rows ``block_starts[1]:``), the row of the same
+        chain at ``t - 1``.
+    row_slots : ndarray of int64 of shape (n_rows,)
+        Batch slot of every row.
     """
 
     def __init__(self, lengths):
         lengths = np.asarray(lengths, dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        self.n_tokens = int(offsets[-1])
-        self.buckets = []
-        pieces = []
-        start = 0
-        # A stable sort keeps sequences of one length in input order: reproducible sums.
-        by_length = np.argsort(lengths, kind="stable")
-        sorted_lengths = lengths[by_length]
-        boundaries = np.flatnonzero(np.diff(sorted_lengths)) + 1
-        for ids in np.split(by_length, boundaries):
-            if ids.size == 0 or lengths[ids[0]] == 0:
-                continue
-            length = int(lengths[ids[0]])
-            rows = offsets[ids][None, :] + np.arange(length)[:, None]
-            pieces.append(rows.ravel())
-            self.buckets.append((start, length, ids))
-            start += rows.size
-        self.order = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+        self.lengths = lengths
+        self.n_sequences = lengths.size
+        self.sequence_order = np.argsort(-lengths, kind="stable")
+        sorted_lengths = lengths[self.sequence_order]
+        max_length = int(sorted_lengths[0]) if lengths.size else 0
+        # batch_sizes[t] = number of sequences longer than t.
+        self.batch_sizes = np.searchsorted(-sorted_lengths, -np.arange(max_length), side="left")
+        self.block_starts = np.concatenate([[0], np.cumsum(self.batch_sizes)])
+        self.n_rows = int(self.block_starts[-1])
+        positions = np.repeat(np.arange(max_length), self.batch_sizes)
+        self.row_slots = np.arange(self.n_rows) - self.block_starts[positions]
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        self.order = offsets[self.sequence_order][self.row_slots] + positions
+        later = positions >= 1
+        self.previous_rows = (self.block_starts[positions[later] - 1]
+                              + self.row_slots[later])
 
-    def views(self, packed):
-        """Yield ``(sequence_ids, view)`` with each bucket's rows of ``packed`` as (L, B, ...)."""
-        for start, length, ids in self.buckets:
-            block = packed[start:start + length * ids.size]
-            yield ids, block.reshape((length, ids.size) + packed.shape[1:])
+    @property
+    def max_length(self):
+        return self.batch_sizes.size
+
+    def block(self, t, size=None):
+        """Slice of the rows of position ``t`` (only the first ``size`` chains if given)."""
+        start = self.block_starts[t]
+        return slice(start, start + (self.batch_sizes[t] if size is None else size))
+
+    def per_sequence_sum(self, row_values):
+        """Sum of per-row values over each sequence, in input sequence order."""
+        sums = np.zeros(self.n_sequences)
+        sums[self.sequence_order] = np.bincount(self.row_slots, weights=row_values,
+                                                minlength=self.n_sequences)
+        return sums
+

@@ -1,16 +1,17 @@
-"""Linear-chain inference: log Z, marginals and Viterbi, for one chain or a batch.
+"""Linear-chain inference: log Z, marginals and Viterbi, for one chain or many.
 
-Batched arrays keep the position axis first: ``unary`` has shape (length, batch, n_labels), so
-each step of the recursions reads one contiguous (batch, n_labels) slab and the only Python
-loop runs over positions. All chains of a batch have the same length (see `LengthBuckets`).
-
-The score of a label sequence y is ``sum_t unary[t, y_t] + sum_{t>=1} transition[y_{t-1}, y_t]``.
+Batched kernels take the potentials of many chains as one array of rows in a `ChainLayout`
+(position-major, sequences sorted by decreasing length); the only Python loop runs over
+positions. The score of a label sequence y is
+``sum_t unary[t, y_t] + sum_{t>=1} transition[y_{t-1}, y_t]``.
 """
 
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["forward_backward", "viterbi", "chain_lattice", "viterbi_batch"]
+from .batching import ChainLayout
+
+__all__ = ["forward_backward", "viterbi", "chain_lattice", "viterbi_batch", "check_potentials"]
 
 
 def forward_backward(unary, transition):
@@ -36,16 +37,12 @@ def forward_backward(unary, transition):
     --------
     >>> import numpy as np
     >>> log_z, node, edge = forward_backward(np.zeros((3, 2)), np.zeros((2, 2)))
-    >>> round(log_z, 6) == round(3 * np.log(2), 6), node[0].tolist(), edge.shape
+    >>> bool(np.isclose(log_z, 3 * np.log(2))), node[0].tolist(), edge.shape
     (True, [0.5, 0.5], (2, 2, 2))
     """
     unary, transition = check_potentials(unary, transition)
-    lattice = chain_lattice(unary[:, None, :], transition)
-    return (
-        float(lattice.log_z[0]),
-        lattice.node_marginals()[:, 0],
-        lattice.edge_marginals()[:, 0],
-    )
+    lattice = chain_lattice(unary, transition, ChainLayout([unary.shape[0]]))
+    return float(lattice.log_z[0]), lattice.node_marginals(), lattice.edge_marginals()
 
 
 def viterbi(unary, transition):
@@ -66,13 +63,14 @@ def viterbi(unary, transition):
     Examples
     --------
     >>> import numpy as np
-    >>> path, score = viterbi(np.array([[1.0, 0.0], [0.0, 0.5]]), np.array([[0.0, -2.0], [0.0, 0.0]]))
+    >>> path, score = viterbi(np.array([[1.0, 0.0], [0.0, 0.5]]),
+    ...                       np.array([[0.0, -2.0], [0.0, 0.0]]))
     >>> path.tolist(), score
     ([0, 0], 1.0)
     """
     unary, transition = check_potentials(unary, transition)
-    paths, scores = viterbi_batch(unary[:, None, :], transition)
-    return paths[:, 0], float(scores[0])
+    path, scores = viterbi_batch(unary, transition, ChainLayout([unary.shape[0]]))
+    return path, float(scores[0])
 
 
 def check_potentials(unary, transition):
@@ -92,150 +90,182 @@ def check_potentials(unary, transition):
     return unary, transition
 
 
-def chain_lattice(unary, transition):
-    """Forward-backward over a batch of equal-length chains.
+def chain_lattice(unary, transition, layout):
+    """Forward-backward over all chains of a layout.
 
     Parameters
     ----------
-    unary : ndarray of shape (L, B, S)
+    unary : ndarray of shape (layout.n_rows, S)
+        Rows in the layout's packed order.
     transition : ndarray of shape (S, S)
+    layout : ChainLayout
 
     Returns
     -------
     lattice : ScaledLattice or LogSpaceLattice
-        Exposes ``log_z`` (B,), ``node_marginals()`` (L, B, S), ``edge_marginal_sum()`` (S, S)
-        summed over positions and chains, and ``edge_marginals()`` (L - 1, B, S, S).
-        The scaled (probability-space) recursion is used unless some transition is so much
-        weaker than the strongest one that ``exp`` underflows; then the log-space one is.
+        Exposes ``log_z`` (per sequence, input order), ``node_marginals()`` (n_rows, S),
+        ``edge_marginal_sum()`` (S, S) summed over all positions and chains, and
+        ``edge_marginals()`` (rows of positions >= 1, S, S), row ``k`` the edge into packed
+        row ``layout.block_starts[1] + k``.
+        The scaled (probability-space) recursion is used unless ``exp`` underflows because
+        some potentials are hundreds of nats weaker than others; then log space is.
     """
-    lattice = ScaledLattice(unary, transition)
+    lattice = ScaledLattice(unary, transition, layout)
     if lattice.is_exact:
         return lattice
-    return LogSpaceLattice(unary, transition)
+    return LogSpaceLattice(unary, transition, layout)
 
 
 class ScaledLattice:
     """Forward-backward in probability space, renormalised at every position.
 
-    ``alpha[t]`` is p(y_t | x_1..t) up to the potentials' shift, ``scale[t]`` its normaliser,
-    and ``beta[t]`` is scaled so that ``alpha[t] * beta[t]`` is the node marginal. Several
-    times faster than log-sum-exp and exact as long as no normaliser underflows.
+    ``alpha`` rows are p(y_t | x_1..t) up to the potentials' shift, ``scale`` their
+    normalisers, and ``beta`` is scaled so that ``alpha * beta`` is the node marginal.
+    Several times faster than log-sum-exp, and exact while no normaliser underflows.
     """
 
-    def __init__(self, unary, transition):
-        length, batch, n_labels = unary.shape
-        row_max = unary.max(axis=2, keepdims=True)
+    def __init__(self, unary, transition, layout):
+        row_max = unary.max(axis=1, keepdims=True)
         emission = np.exp(unary - row_max)
         transition_max = transition.max()
         exp_transition = np.exp(transition - transition_max)
 
         alpha = np.empty_like(emission)
-        scale = np.empty((length, batch))
-        current = emission[0]
+        scale = np.empty(unary.shape[0])
         # A zero normaliser means exp underflowed; it is detected below, not warned about.
         with np.errstate(divide="ignore", invalid="ignore"):
-            for t in range(length):
+            for t, size in enumerate(layout.batch_sizes):
+                rows = layout.block(t)
                 if t:
-                    current = alpha[t - 1] @ exp_transition
-                    current *= emission[t]
-                scale[t] = current.sum(axis=1)
-                np.divide(current, scale[t][:, None], out=alpha[t])
+                    current = alpha[layout.block(t - 1, size)] @ exp_transition
+                    current *= emission[rows]
+                else:
+                    current = emission[rows]
+                scale[rows] = current.sum(axis=1)
+                np.divide(current, scale[rows, None], out=alpha[rows])
 
         self.is_exact = bool(np.all(scale > 0) and np.all(np.isfinite(scale)))
         if not self.is_exact:
             return
-        # weighted[t - 1] = emission[t] * beta[t] / scale[t]: the factor shared by the
-        # backward step and the edge marginals, so it is computed once.
+        # weighted = emission * beta / scale: the factor shared by the backward step and the
+        # edge marginals, so it is computed once (rows of position 0 are unused).
         beta = np.empty_like(emission)
-        weighted = np.empty((length - 1, batch, n_labels))
-        beta[-1] = 1.0
-        for t in range(length - 1, 0, -1):
-            np.multiply(emission[t], beta[t], out=weighted[t - 1])
-            weighted[t - 1] /= scale[t][:, None]
-            np.matmul(weighted[t - 1], exp_transition.T, out=beta[t - 1])
+        weighted = np.empty_like(emission)
+        last = layout.max_length - 1
+        beta[layout.block(last)] = 1.0
+        for t in range(last, 0, -1):
+            rows = layout.block(t)
+            np.multiply(emission[rows], beta[rows], out=weighted[rows])
+            weighted[rows] /= scale[rows, None]
+            continuing = layout.block(t - 1, layout.batch_sizes[t])
+            np.matmul(weighted[rows], exp_transition.T, out=beta[continuing])
+            # Chains whose last position is t - 1 start the backward pass there.
+            beta[continuing.stop:layout.block(t - 1).stop] = 1.0
 
+        self.layout = layout
         self.alpha, self.beta, self.weighted = alpha, beta, weighted
         self.exp_transition = exp_transition
-        self.log_z = (
-            np.log(scale).sum(axis=0) + row_max.sum(axis=(0, 2)) + (length - 1) * transition_max
-        )
+        self.log_z = (layout.per_sequence_sum(np.log(scale) + row_max[:, 0])
+                      + np.maximum(layout.lengths - 1, 0) * transition_max)
 
     def node_marginals(self):
         return self.alpha * self.beta
 
     def edge_marginal_sum(self):
-        n_labels = self.alpha.shape[2]
-        if self.alpha.shape[0] == 1:
-            return np.zeros((n_labels, n_labels))
-        # sum_t alpha[t-1]^T weighted[t-1], as one BLAS product over all positions and chains.
-        prev = self.alpha[:-1].reshape(-1, n_labels)
-        return (prev.T @ self.weighted.reshape(-1, n_labels)) * self.exp_transition
+        later = self.weighted[self.layout.block_starts[1]:]
+        return (self.alpha[self.layout.previous_rows].T @ later) * self.exp_transition
 
     def edge_marginals(self):
-        return (
-            self.alpha[:-1, :, :, None]
-            * self.exp_transition
-            * self.weighted[:, :, None, :]
-        )
+        later = self.weighted[self.layout.block_starts[1]:]
+        previous = self.alpha[self.layout.previous_rows]
+        return previous[:, :, None] * self.exp_transition * later[:, None, :]
 
 
 class LogSpaceLattice:
     """Forward-backward with log-sum-exp: slower, but exact for any finite potentials."""
 
-    def __init__(self, unary, transition):
-        length = unary.shape[0]
+    def __init__(self, unary, transition, layout):
         log_alpha = np.empty_like(unary)
         log_beta = np.empty_like(unary)
-        log_alpha[0] = unary[0]
-        for t in range(1, length):
-            log_alpha[t] = logsumexp(log_alpha[t - 1][:, :, None] + transition, axis=1) + unary[t]
-        log_beta[-1] = 0.0
-        for t in range(length - 1, 0, -1):
-            log_beta[t - 1] = logsumexp(transition + (unary[t] + log_beta[t])[:, None, :], axis=2)
-        self.log_z = logsumexp(log_alpha[-1], axis=1)
-        self.unary, self.transition = unary, transition
+        log_alpha[layout.block(0)] = unary[layout.block(0)]
+        for t, size in enumerate(layout.batch_sizes[1:], start=1):
+            previous = log_alpha[layout.block(t - 1, size)]
+            log_alpha[layout.block(t)] = (
+                logsumexp(previous[:, :, None] + transition, axis=1) + unary[layout.block(t)]
+            )
+        last = layout.max_length - 1
+        log_beta[layout.block(last)] = 0.0
+        for t in range(last, 0, -1):
+            rows = layout.block(t)
+            continuing = layout.block(t - 1, layout.batch_sizes[t])
+            log_beta[continuing] = logsumexp(
+                transition + (unary[rows] + log_beta[rows])[:, None, :], axis=2)
+            log_beta[continuing.stop:layout.block(t - 1).stop] = 0.0
+        # log Z of a chain: log-sum-exp of alpha at its last position (0 for an empty chain).
+        ends = layout.lengths[layout.sequence_order] - 1
+        slots = np.flatnonzero(ends >= 0)
+        self.log_z = np.zeros(layout.n_sequences)
+        self.log_z[layout.sequence_order[slots]] = logsumexp(
+            log_alpha[layout.block_starts[ends[slots]] + slots], axis=1)
+        self.layout, self.unary, self.transition = layout, unary, transition
         self.log_alpha, self.log_beta = log_alpha, log_beta
+        self.row_log_z = self.log_z[layout.sequence_order][layout.row_slots]
 
     def node_marginals(self):
-        return np.exp(self.log_alpha + self.log_beta - self.log_z[:, None])
+        return np.exp(self.log_alpha + self.log_beta - self.row_log_z[:, None])
 
     def edge_marginal_sum(self):
-        return self.edge_marginals().sum(axis=(0, 1))
+        return self.edge_marginals().sum(axis=0)
 
     def edge_marginals(self):
+        later = slice(self.layout.block_starts[1], None)
         return np.exp(
-            self.log_alpha[:-1, :, :, None]
+            self.log_alpha[self.layout.previous_rows][:, :, None]
             + self.transition
-            + (self.unary[1:] + self.log_beta[1:])[:, :, None, :]
-            - self.log_z[:, None, None]
+            + (self.unary[later] + self.log_beta[later])[:, None, :]
+            - self.row_log_z[later, None, None]
         )
 
 
-def viterbi_batch(unary, transition):
-    """Best label sequences of a batch of equal-length chains.
+def viterbi_batch(unary, transition, layout):
+    """Best label sequences of all chains of a layout.
 
     Parameters
     ----------
-    unary : ndarray of shape (L, B, S)
+    unary : ndarray of shape (layout.n_rows, S)
     transition : ndarray of shape (S, S)
+    layout : ChainLayout
 
     Returns
     -------
-    paths : ndarray of int64 of shape (L, B)
-    best_scores : ndarray of shape (B,)
+    paths : ndarray of int64 of shape (layout.n_rows,)
+        Best label of every packed row.
+    best_scores : ndarray of shape (n_sequences,)
+        In input sequence order.
     """
-    length, batch, n_labels = unary.shape
-    backpointers = np.empty((length, batch, n_labels), dtype=np.intp)
-    delta = unary[0]
-    for t in range(1, length):
-        candidates = delta[:, :, None] + transition
-        backpointers[t] = candidates.argmax(axis=1)
-        delta = np.take_along_axis(candidates, backpointers[t][:, None, :], axis=1)[:, 0]
-        delta = delta + unary[t]
-    paths = np.empty((length, batch), dtype=np.int64)
-    paths[-1] = delta.argmax(axis=1)
-    best_scores = delta[np.arange(batch), paths[-1]]
-    rows = np.arange(batch)
-    for t in range(length - 1, 0, -1):
-        paths[t - 1] = backpointers[t, rows, paths[t]]
+    backpointers = np.zeros(unary.shape, dtype=np.intp)
+    delta = np.empty_like(unary)
+    delta[layout.block(0)] = unary[layout.block(0)]
+    for t, size in enumerate(layout.batch_sizes[1:], start=1):
+        rows = layout.block(t)
+        candidates = delta[layout.block(t - 1, size)][:, :, None] + transition
+        best_previous = candidates.argmax(axis=1)
+        backpointers[rows] = best_previous
+        delta[rows] = np.take_along_axis(candidates, best_previous[:, None, :], axis=1)[:, 0]
+        delta[rows] += unary[rows]
+    paths = np.empty(unary.shape[0], dtype=np.int64)
+    best_scores = np.zeros(layout.n_sequences)
+    for t in range(layout.max_length - 1, -1, -1):
+        block = layout.block(t)
+        continuing = layout.block(t, layout.batch_sizes[t + 1] if t + 1 < layout.max_length
+                                  else 0)
+        if continuing.stop > continuing.start:
+            next_rows = layout.block(t + 1)
+            paths[continuing] = backpointers[next_rows][
+                np.arange(next_rows.stop - next_rows.start), paths[next_rows]]
+        # Chains ending at t: their best final label.
+        ending = slice(continuing.stop, block.stop)
+        paths[ending] = delta[ending].argmax(axis=1)
+        ends = layout.sequence_order[np.arange(ending.start, ending.stop) - block.start]
+        best_scores[ends] = delta[ending].max(axis=1)
     return paths, best_scores
