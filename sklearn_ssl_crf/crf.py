@@ -203,7 +203,7 @@ class CRF(BaseCRF):
                 (np.ones(packed.n_tokens), (np.arange(packed.n_tokens), packed.labels)),
                 shape=(packed.n_tokens, n_labels),
             )
-            state_mask = (packed.matrix_t @ indicators).toarray() != 0
+            state_mask = (packed.matrix.T @ indicators).toarray() != 0
         if not self.all_possible_transitions:
             transition_mask = packed.transition_counts > 0
         return WeightLayout(packed.matrix.shape[1], n_labels, state_mask, transition_mask)

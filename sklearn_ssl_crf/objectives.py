@@ -26,12 +26,13 @@ def log_likelihood(packed, unary, transition):
     value : float
         ``sum_i log p(y_i | x_i)``.
     d_unary : ndarray of shape (n_tokens, S)
-        Observed label indicators minus node marginals.
+        Observed label indicators minus node marginals (a work array of ``packed``,
+        overwritten by its next evaluation).
     d_transition : ndarray of shape (S, S)
         Observed transition counts minus expected ones.
     """
-    lattice = chain_lattice(unary, transition, packed.layout)
-    d_unary = lattice.node_marginals()
+    lattice = chain_lattice(unary, transition, packed.layout, packed.workspace)
+    d_unary = lattice.node_marginals(out=packed.workspace.array("d_unary", unary.shape))
     np.negative(d_unary, out=d_unary)
     gold = packed.flat_label_index(unary.shape[1])
     d_unary.reshape(-1)[gold] += 1.0

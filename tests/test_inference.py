@@ -15,7 +15,7 @@ from sklearn_ssl_crf.inference import (
     viterbi,
     viterbi_batch,
 )
-from sklearn_ssl_crf.inference.chain import LogSpaceLattice, ScaledLattice
+from sklearn_ssl_crf.inference.chain import LogSpaceLattice, ScaledLattice, Workspace
 
 
 def enumerate_chain(unary, transition):
@@ -88,7 +88,7 @@ def ragged_batch(seed, lengths, n_labels=3, scale=1.0):
 @given(st.lists(st.integers(1, 5), min_size=1, max_size=6), st.integers(0, 2**32 - 1))
 def test_log_space_lattice_agrees_with_scaled(lengths, seed):
     _, transition, layout, unary = ragged_batch(seed, lengths)
-    scaled = ScaledLattice(unary, transition, layout)
+    scaled = ScaledLattice(unary, transition, layout, Workspace())
     log_space = LogSpaceLattice(unary, transition, layout)
     np.testing.assert_allclose(scaled.log_z, log_space.log_z, rtol=1e-12)
     np.testing.assert_allclose(scaled.node_marginals(), log_space.node_marginals(), atol=1e-12)
@@ -160,7 +160,7 @@ def test_underflowing_transitions_fall_back_to_log_space():
     must still be exact."""
     unary = np.array([[0.0, 900.0], [900.0, 0.0], [0.0, 0.0]])
     transition = np.array([[0.0, 900.0], [-900.0, 0.0]])
-    assert not ScaledLattice(unary, transition, ChainLayout([3])).is_exact
+    assert not ScaledLattice(unary, transition, ChainLayout([3]), Workspace()).is_exact
     log_z, node, edge = forward_backward(unary, transition)
     expected_log_z, expected_node, expected_edge, _, _ = brute_force(unary, transition)
     assert log_z == pytest.approx(expected_log_z, rel=1e-12)

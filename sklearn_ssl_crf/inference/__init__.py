@@ -6,6 +6,6 @@ what the estimators use.
 """
 
 from .batching import ChainLayout
-from .chain import chain_lattice, forward_backward, viterbi, viterbi_batch
+from .chain import Workspace, chain_lattice, forward_backward, viterbi, viterbi_batch
 
-__all__ = ["forward_backward", "viterbi", "chain_lattice", "viterbi_batch", "ChainLayout"]
+__all__ = ["forward_backward", "viterbi", "chain_lattice", "viterbi_batch", "ChainLayout", "Workspace"]

@@ -11,7 +11,14 @@ from scipy.special import logsumexp
 
 from .batching import ChainLayout
 
-__all__ = ["forward_backward", "viterbi", "chain_lattice", "viterbi_batch", "check_potentials"]
+__all__ = [
+    "forward_backward",
+    "viterbi",
+    "chain_lattice",
+    "viterbi_batch",
+    "check_potentials",
+    "Workspace",
+]
 
 
 def forward_backward(unary, transition):
@@ -90,7 +97,26 @@ def check_potentials(unary, transition):
     return unary, transition
 
 
-def chain_lattice(unary, transition, layout):
+class Workspace:
+    """Work arrays kept between calls on the same data.
+
+    Training runs forward-backward over the same corpus at every iteration; reusing the
+    (n_rows, S) arrays saves mapping fresh memory each time, which costs more than the
+    arithmetic on virtual machines that return freed pages to their host.
+    """
+
+    def __init__(self):
+        self._arrays = {}
+
+    def array(self, name, shape):
+        """An uninitialised float64 array, the same one on every call with this name and shape."""
+        array = self._arrays.get(name)
+        if array is None or array.shape != shape:
+            array = self._arrays[name] = np.empty(shape)
+        return array
+
+
+def chain_lattice(unary, transition, layout, workspace=None):
     """Forward-backward over all chains of a layout.
 
     Parameters
@@ -99,6 +125,9 @@ def chain_lattice(unary, transition, layout):
         Rows in the layout's packed order.
     transition : ndarray of shape (S, S)
     layout : ChainLayout
+    workspace : Workspace, default=None
+        Where to keep the work arrays; the lattice's arrays are overwritten by the next
+        call with the same workspace.
 
     Returns
     -------
@@ -110,7 +139,7 @@ def chain_lattice(unary, transition, layout):
         The scaled (probability-space) recursion is used unless ``exp`` underflows because
         some potentials are hundreds of nats weaker than others; then log space is.
     """
-    lattice = ScaledLattice(unary, transition, layout)
+    lattice = ScaledLattice(unary, transition, layout, workspace or Workspace())
     if lattice.is_exact:
         return lattice
     return LogSpaceLattice(unary, transition, layout)
@@ -124,14 +153,16 @@ class ScaledLattice:
     Several times faster than log-sum-exp, and exact while no normaliser underflows.
     """
 
-    def __init__(self, unary, transition, layout):
-        row_max = unary.max(axis=1, keepdims=True)
-        emission = np.exp(unary - row_max)
+    def __init__(self, unary, transition, layout, workspace):
+        row_max = unary.max(axis=1)
+        emission = np.subtract(unary, row_max[:, None], out=workspace.array("emission",
+                                                                            unary.shape))
+        np.exp(emission, out=emission)
         transition_max = transition.max()
         exp_transition = np.exp(transition - transition_max)
 
-        alpha = np.empty_like(emission)
-        scale = np.empty(unary.shape[0])
+        alpha = workspace.array("alpha", unary.shape)
+        scale = workspace.array("scale", unary.shape[:1])
         # A zero normaliser means exp underflowed; it is detected below, not warned about.
         with np.errstate(divide="ignore", invalid="ignore"):
             for t, size in enumerate(layout.batch_sizes):
@@ -149,8 +180,11 @@ class ScaledLattice:
             return
         # weighted = emission * beta / scale: the factor shared by the backward step and the
         # edge marginals, so it is computed once (rows of position 0 are unused).
-        beta = np.empty_like(emission)
-        weighted = np.empty_like(emission)
+        beta = workspace.array("beta", unary.shape)
+        weighted = workspace.array("weighted", unary.shape)
+        # sum_t alpha[t-1]^T weighted[t]: the expected transition counts up to exp(T), summed
+        # while both blocks are in cache.
+        edge_sum = np.zeros_like(exp_transition)
         last = layout.max_length - 1
         beta[layout.block(last)] = 1.0
         for t in range(last, 0, -1):
@@ -159,21 +193,22 @@ class ScaledLattice:
             weighted[rows] /= scale[rows, None]
             continuing = layout.block(t - 1, layout.batch_sizes[t])
             np.matmul(weighted[rows], exp_transition.T, out=beta[continuing])
+            edge_sum += alpha[continuing].T @ weighted[rows]
             # Chains whose last position is t - 1 start the backward pass there.
             beta[continuing.stop:layout.block(t - 1).stop] = 1.0
+        self._edge_sum = edge_sum * exp_transition
 
         self.layout = layout
         self.alpha, self.beta, self.weighted = alpha, beta, weighted
         self.exp_transition = exp_transition
-        self.log_z = (layout.per_sequence_sum(np.log(scale) + row_max[:, 0])
+        self.log_z = (layout.per_sequence_sum(np.log(scale) + row_max)
                       + np.maximum(layout.lengths - 1, 0) * transition_max)
 
-    def node_marginals(self):
-        return self.alpha * self.beta
+    def node_marginals(self, out=None):
+        return np.multiply(self.alpha, self.beta, out=out)
 
     def edge_marginal_sum(self):
-        later = self.weighted[self.layout.block_starts[1]:]
-        return (self.alpha[self.layout.previous_rows].T @ later) * self.exp_transition
+        return self._edge_sum
 
     def edge_marginals(self):
         later = self.weighted[self.layout.block_starts[1]:]
@@ -211,8 +246,8 @@ class LogSpaceLattice:
         self.log_alpha, self.log_beta = log_alpha, log_beta
         self.row_log_z = self.log_z[layout.sequence_order][layout.row_slots]
 
-    def node_marginals(self):
-        return np.exp(self.log_alpha + self.log_beta - self.row_log_z[:, None])
+    def node_marginals(self, out=None):
+        return np.exp(self.log_alpha + self.log_beta - self.row_log_z[:, None], out=out)
 
     def edge_marginal_sum(self):
         return self.edge_marginals().sum(axis=0)
