@@ -1,10 +1,10 @@
 """Semi-supervised linear-chain conditional random fields with a scikit-learn API."""
 
-from . import inference
+from . import datasets, inference, metrics
 from .crf import CRF
 from .featurize import SequenceVectorizer
 from .sequences import SequenceMatrix
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["CRF", "SequenceVectorizer", "SequenceMatrix", "inference"]
+__all__ = ["CRF", "SequenceVectorizer", "SequenceMatrix", "inference", "metrics", "datasets"]

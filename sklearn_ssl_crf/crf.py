@@ -168,9 +168,7 @@ class CRF(BaseCRF):
         """
         if (X_dev is None) != (y_dev is None):
             raise ValueError("give both X_dev and y_dev, or neither")
-        sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
-        train = sequences[labelled]
-        packed = PackedSequences(train.matrix, train.lengths, codes, len(self.classes_))
+        packed = self._packed_training_data(X, y)
         layout = self._weight_layout(packed)
         objective = _penalised_negative_log_likelihood(packed, layout, self.c2)
         callback = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
@@ -194,6 +192,13 @@ class CRF(BaseCRF):
         self.termination_condition_ = result.termination_condition
         self.size_ = self.state_weights_.nbytes + self.transition_weights_.nbytes
         return self
+
+    def _packed_training_data(self, X, y):
+        # A method of its own so that the unpacked feature matrix is freed before training.
+        sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        if labelled.size < len(sequences):
+            sequences = sequences[labelled]
+        return PackedSequences(sequences.matrix, sequences.lengths, codes, len(self.classes_))
 
     def _weight_layout(self, packed):
         n_labels = len(self.classes_)

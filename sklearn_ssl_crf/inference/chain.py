@@ -181,7 +181,9 @@ class ScaledLattice:
         # weighted = emission * beta / scale: the factor shared by the backward step and the
         # edge marginals, so it is computed once (rows of position 0 are unused).
         beta = workspace.array("beta", unary.shape)
-        weighted = workspace.array("weighted", unary.shape)
+        # The backward pass reads each emission block once, so the weighted factor (see
+        # below) overwrites it in place: one (n_rows, S) array less.
+        weighted = emission
         # sum_t alpha[t-1]^T weighted[t]: the expected transition counts up to exp(T), summed
         # while both blocks are in cache.
         edge_sum = np.zeros_like(exp_transition)
@@ -189,7 +191,7 @@ class ScaledLattice:
         beta[layout.block(last)] = 1.0
         for t in range(last, 0, -1):
             rows = layout.block(t)
-            np.multiply(emission[rows], beta[rows], out=weighted[rows])
+            weighted[rows] *= beta[rows]
             weighted[rows] /= scale[rows, None]
             continuing = layout.block(t - 1, layout.batch_sizes[t])
             np.matmul(weighted[rows], exp_transition.T, out=beta[continuing])
