@@ -15,6 +15,7 @@ from ._validation import (
     select_sequences,
     sequence_lengths,
 )
+from ._threads import single_threaded_blas
 from .decoding import decode, posterior_marginals
 from .featurize import SequenceVectorizer
 from .packing import PackedSequences
@@ -87,9 +88,11 @@ class BaseCRF(BaseEstimator):
             )
         return self.vectorizer_.transform(X)
 
-    def _packed_potentials(self, sequences):
+    def _infer(self, kernel, sequences):
+        """Run a prediction kernel (`decode` or `posterior_marginals`) on featurised input."""
         packed = PackedSequences(sequences.matrix, sequences.lengths)
-        return packed, packed.unary(self.state_weights_), self.transition_weights_
+        with single_threaded_blas():
+            return kernel(packed, packed.unary(self.state_weights_), self.transition_weights_)
 
     # -- prediction ----------------------------------------------------------------------
 
@@ -107,7 +110,7 @@ class BaseCRF(BaseEstimator):
         sequences = self._transform(X)
         if sequences.n_tokens == 0:
             return [[] for _ in range(len(sequences))]
-        codes = decode(*self._packed_potentials(sequences))
+        codes = self._infer(decode, sequences)
         labels = np.asarray(self.classes_, dtype=object)[codes]
         return [part.tolist() for part in np.split(labels, sequences.offsets[1:-1])]
 
@@ -130,7 +133,7 @@ class BaseCRF(BaseEstimator):
         sequences = self._transform(X)
         if sequences.n_tokens == 0:
             return [[] for _ in range(len(sequences))]
-        marginals = posterior_marginals(*self._packed_potentials(sequences))
+        marginals = self._infer(posterior_marginals, sequences)
         classes = self.classes_
         rows = [dict(zip(classes, row)) for row in marginals.tolist()]
         offsets = sequences.offsets.tolist()

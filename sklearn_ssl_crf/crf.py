@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._threads import single_threaded_blas
 from ._validation import check_labels
 from .base import BaseCRF
 from .decoding import decode
@@ -34,8 +35,7 @@ class CRF(BaseCRF):
     algorithm : {'lbfgs'}, default='lbfgs'
         Only L-BFGS; stochastic training is `NaturalGradientCRF`.
     c1 : float, default=0.0
-        L1 strength. Solved exactly with split variables under L-BFGS-B (SciPy has no
-        OWL-QN), which doubles the optimiser's memory.
+        L1 strength; trained with OWL-QN as CRFsuite does, giving exact zeros.
     c2 : float, default=1.0
         L2 strength, CRFsuite's scaling: the penalty is ``c2 * ||w||^2``.
     max_iterations : int, default=None
@@ -172,18 +172,19 @@ class CRF(BaseCRF):
         layout = self._weight_layout(packed)
         objective = _penalised_negative_log_likelihood(packed, layout, self.c2)
         callback = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
-        result = minimize_lbfgs(
-            objective,
-            np.zeros(layout.size),
-            c1=self.c1,
-            max_iterations=self.max_iterations,
-            epsilon=self.epsilon,
-            period=self.period,
-            delta=self.delta,
-            num_memories=self.num_memories,
-            callback=callback,
-            verbose=self.verbose,
-        )
+        with single_threaded_blas():
+            result = minimize_lbfgs(
+                objective,
+                np.zeros(layout.size),
+                c1=self.c1,
+                max_iterations=self.max_iterations,
+                epsilon=self.epsilon,
+                period=self.period,
+                delta=self.delta,
+                num_memories=self.num_memories,
+                callback=callback,
+                verbose=self.verbose,
+            )
         state, transition = layout.unpack(result.x)
         self.state_weights_ = np.array(state)
         self.transition_weights_ = np.array(transition)

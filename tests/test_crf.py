@@ -14,7 +14,7 @@ from sklearn.pipeline import Pipeline
 from sklearn_ssl_crf import CRF, SequenceVectorizer
 from sklearn_ssl_crf._validation import encode_labels
 from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
-from sklearn_ssl_crf.optim import l1_split_objective
+from sklearn_ssl_crf.optim import minimize_lbfgs, pseudo_gradient
 from sklearn_ssl_crf.packing import PackedSequences
 from sklearn_ssl_crf.parameters import WeightLayout
 
@@ -75,18 +75,40 @@ def test_penalised_gradient_matches_finite_differences(masks):
     finite_difference_check(objective, rng.normal(size=layout.size), rng)
 
 
-def test_l1_split_gradient_matches_finite_differences():
+def test_l1_penalised_gradient_matches_finite_differences():
+    """Away from zero, c1 * ||w||_1 is smooth and the pseudo-gradient is its gradient."""
     packed, layout = packed_problem()
     rng = np.random.default_rng(1)
     smooth = _penalised_negative_log_likelihood(packed, layout, c2=0.3)
-    objective = l1_split_objective(smooth, layout.size, c1=0.4)
-    z = rng.uniform(0.1, 1.0, size=2 * layout.size)  # interior: both parts positive
-    finite_difference_check(objective, z, rng)
-    # The split objective equals the L1-penalised one.
-    x = z[:layout.size] - z[layout.size:]
-    assert objective(np.concatenate([np.maximum(x, 0), np.maximum(-x, 0)]))[0] == (
-        pytest.approx(smooth(x)[0] + 0.4 * np.abs(x).sum())
+
+    def penalised(theta):
+        value, gradient = smooth(theta)
+        return value + 0.4 * np.abs(theta).sum(), pseudo_gradient(theta, gradient, 0.4)
+
+    theta = rng.normal(size=layout.size)
+    theta[np.abs(theta) < 0.05] = 0.5  # keep every coordinate clear of the kink
+    finite_difference_check(penalised, theta, rng, step=1e-6)
+
+
+def test_pseudo_gradient_at_zero():
+    gradient = np.array([-3.0, 3.0, 0.5, -0.5, 2.0])
+    x = np.array([0.0, 0.0, 0.0, 0.0, -1.0])
+    # Downhill one-sided derivatives where |g| > c1, zero inside the subdifferential.
+    np.testing.assert_allclose(pseudo_gradient(x, gradient, 1.0), [-2.0, 2.0, 0.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize("c1", [0.0, 0.5])
+def test_lbfgs_reaches_the_optimum_of_a_known_problem(c1):
+    """A separable quadratic plus L1 has the soft-threshold solution in closed form."""
+    rng = np.random.default_rng(0)
+    curvature, target = rng.uniform(0.5, 3.0, size=50), rng.normal(size=50)
+    result = minimize_lbfgs(
+        lambda x: (0.5 * curvature @ (x - target) ** 2, curvature * (x - target)),
+        np.zeros(50), c1=c1, epsilon=1e-10, delta=0.0,
     )
+    expected = np.sign(target) * np.maximum(np.abs(target) - c1 / curvature, 0.0)
+    np.testing.assert_allclose(result.x, expected, atol=1e-7)
+    assert result.termination_condition.startswith("converged")
 
 
 def test_log_likelihood_equals_enumeration():
@@ -145,15 +167,35 @@ def test_toy_example_fits_training_data_perfectly():
     assert crf.predict_single(X[0]) == y[0]
 
 
-def test_l1_gives_sparse_weights_and_converges():
+def test_l1_solution_satisfies_optimality_conditions():
+    """At the L1 optimum: |dL/dw| <= c1 where w = 0, and dL/dw = -c1 * sign(w) elsewhere."""
     X, y = random_tagging_data(60)
-    dense = CRF(c2=0.1).fit(X, y)
-    sparse = CRF(c1=1.0, c2=0.1).fit(X, y)
-    n_zero = np.sum(sparse.state_weights_ == 0)
-    assert n_zero > 0.3 * sparse.state_weights_.size
-    assert np.sum(dense.state_weights_ == 0) == 0
-    assert len(sparse.state_features_) == sparse.state_weights_.size - n_zero
-    assert sparse.termination_condition_.startswith("converged")
+    crf = CRF(c1=1.0, c2=0.1, epsilon=1e-7, delta=0.0).fit(X, y)
+    assert crf.termination_condition_.startswith("converged")
+    sequences = crf.vectorizer_.transform(X)
+    _, codes = encode_labels(y, crf.classes_)
+    packed = PackedSequences(sequences.matrix, sequences.lengths, codes, len(crf.classes_))
+    layout = WeightLayout(crf.num_attributes_, len(crf.classes_))
+    theta = layout.pack(crf.state_weights_, crf.transition_weights_)
+    _, gradient = _penalised_negative_log_likelihood(packed, layout, 0.1)(theta)
+    zero = theta == 0
+    assert zero.mean() > 0.3  # L1 made the model sparse
+    assert np.abs(gradient[zero]).max() <= 1.0 + 1e-3
+    np.testing.assert_allclose(gradient[~zero], -np.sign(theta[~zero]), atol=1e-3)
+    assert len(crf.state_features_) == np.count_nonzero(crf.state_weights_)
+
+
+def test_l1_optimum_matches_sklearn_crfsuite():
+    """CRFsuite also trains L1 with OWL-QN: the same sparse optimum."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    X, y = random_tagging_data(60)
+    ref = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.5, c2=0.1, max_iterations=2000,
+                               epsilon=1e-10, delta=1e-14).fit(X, y)
+    ours = CRF(c1=0.5, c2=0.1, all_possible_states=False, all_possible_transitions=False,
+               epsilon=1e-10, delta=0.0).fit(X, y)
+    assert set(ours.state_features_) == set(ref.state_features_)
+    for key, weight in ref.state_features_.items():
+        assert ours.state_features_[key] == pytest.approx(weight, abs=1e-4)
 
 
 def test_marginals_are_distributions_consistent_with_predict():

@@ -1,5 +1,5 @@
 """Optimisers shared by the estimators."""
 
-from .lbfgs import LBFGSResult, l1_split_objective, minimize_lbfgs
+from .lbfgs import LBFGSResult, minimize_lbfgs, pseudo_gradient
 
-__all__ = ["minimize_lbfgs", "l1_split_objective", "LBFGSResult"]
+__all__ = ["minimize_lbfgs", "pseudo_gradient", "LBFGSResult"]
