@@ -240,9 +240,9 @@ def _penalised_negative_log_likelihood(packed, layout, c2):
         state, transition = layout.unpack(theta)
         value, d_unary, d_transition = log_likelihood(packed, packed.unary(state), transition)
         gradient = layout.pack(packed.weight_gradient(d_unary), d_transition)
-        return (
-            -value + c2 * theta @ theta,
-            2.0 * c2 * theta - gradient,
-        )
+        # In place: on a million weights every temporary array counts.
+        np.negative(gradient, out=gradient)
+        gradient += 2.0 * c2 * theta
+        return -value + c2 * (theta @ theta), gradient
 
     return objective

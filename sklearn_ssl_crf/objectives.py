@@ -32,10 +32,10 @@ def log_likelihood(packed, unary, transition):
         Observed transition counts minus expected ones.
     """
     lattice = chain_lattice(unary, transition, packed.layout, packed.workspace)
-    d_unary = lattice.node_marginals(out=packed.workspace.array("d_unary", unary.shape))
+    d_transition = packed.transition_counts - lattice.edge_marginal_sum()
+    d_unary = lattice.node_marginals(overwrite=True)
     np.negative(d_unary, out=d_unary)
     gold = packed.flat_label_index(unary.shape[1])
     d_unary.reshape(-1)[gold] += 1.0
-    d_transition = packed.transition_counts - lattice.edge_marginal_sum()
     gold_score = unary.reshape(-1)[gold].sum() + (packed.transition_counts * transition).sum()
     return gold_score - lattice.log_z.sum(), d_unary, d_transition

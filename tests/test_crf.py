@@ -366,3 +366,34 @@ def test_conll2000_subset_accuracy_floor(shared_data):
     predicted = crf.predict(features.transform(X_test[:1000]))
     assert span_f1_score(y_test[:1000], predicted) > 0.89
     assert flat_accuracy_score(y_test[:1000], predicted) > 0.93
+
+
+def test_lbfgs_history_after_rejected_pairs_matches_explicit_two_loop():
+    """Pairs without positive curvature are skipped; the ring buffer then still holds exactly
+    the newest accepted pairs."""
+    from sklearn_ssl_crf.optim.lbfgs import _History
+
+    rng = np.random.default_rng(0)
+    history, accepted = _History(3, 5), []
+    for k in range(6):
+        s, y = rng.normal(size=5), rng.normal(size=5)
+        if k % 3 == 2:
+            y = -s  # negative curvature: rejected
+        else:
+            y = s * rng.uniform(0.5, 2.0, size=5)
+            accepted.append((s, y))
+        history.push(s, np.zeros(5), y, np.zeros(5))
+    # The rejection at k=5 came with a full buffer: its slot held the oldest pair, now gone.
+    assert history.size == 2
+    kept = accepted[-2:]
+    gradient = rng.normal(size=5)
+    q, alphas = gradient.copy(), []
+    for s, y in reversed(kept):
+        alpha = (s @ q) / (s @ y)
+        q -= alpha * y
+        alphas.append(alpha)
+    s, y = kept[-1]
+    q *= (s @ y) / (y @ y)
+    for (s, y), alpha in zip(kept, reversed(alphas)):
+        q += (alpha - (y @ q) / (s @ y)) * s
+    np.testing.assert_allclose(history.apply_inverse_hessian(gradient), q, rtol=1e-12)

@@ -132,7 +132,8 @@ def chain_lattice(unary, transition, layout, workspace=None):
     Returns
     -------
     lattice : ScaledLattice or LogSpaceLattice
-        Exposes ``log_z`` (per sequence, input order), ``node_marginals()`` (n_rows, S),
+        Exposes ``log_z`` (per sequence, input order), ``node_marginals(overwrite=False)``
+        (n_rows, S),
         ``edge_marginal_sum()`` (S, S) summed over all positions and chains, and
         ``edge_marginals()`` (rows of positions >= 1, S, S), row ``k`` the edge into packed
         row ``layout.block_starts[1] + k``.
@@ -206,8 +207,10 @@ class ScaledLattice:
         self.log_z = (layout.per_sequence_sum(np.log(scale) + row_max)
                       + np.maximum(layout.lengths - 1, 0) * transition_max)
 
-    def node_marginals(self, out=None):
-        return np.multiply(self.alpha, self.beta, out=out)
+    def node_marginals(self, overwrite=False):
+        """``p(y_t = s | x)`` of every row; with ``overwrite``, computed in the lattice's own
+        storage (saving an array), after which the lattice must not be used again."""
+        return np.multiply(self.alpha, self.beta, out=self.beta if overwrite else None)
 
     def edge_marginal_sum(self):
         return self._edge_sum
@@ -248,8 +251,8 @@ class LogSpaceLattice:
         self.log_alpha, self.log_beta = log_alpha, log_beta
         self.row_log_z = self.log_z[layout.sequence_order][layout.row_slots]
 
-    def node_marginals(self, out=None):
-        return np.exp(self.log_alpha + self.log_beta - self.row_log_z[:, None], out=out)
+    def node_marginals(self, overwrite=False):
+        return np.exp(self.log_alpha + self.log_beta - self.row_log_z[:, None])
 
     def edge_marginal_sum(self):
         return self.edge_marginals().sum(axis=0)

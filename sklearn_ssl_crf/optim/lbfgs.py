@@ -132,14 +132,14 @@ def minimize_lbfgs(
             value_new, gradient_new = fun(x_new)
             n_evaluations += 1
             loss_new = value_new + c1 * np.abs(x_new).sum()
-            slope = steepest @ (x_new - x)
+            slope = steepest @ x_new - steepest @ x
             if np.isfinite(loss_new) and loss_new <= loss + _SUFFICIENT_DECREASE * slope:
                 break
             step *= _BACKTRACK
         else:
             reason = "line search failed to decrease the objective"
             break
-        history.push(x_new - x, gradient_new - gradient)
+        history.push(x_new, x, gradient_new, gradient)
         x, value, gradient, loss = x_new, value_new, gradient_new, loss_new
 
         feature_norm = float(np.linalg.norm(x))
@@ -189,14 +189,19 @@ class _History:
         self._alpha = np.empty(m)
         self._work = np.empty(n)
 
-    def push(self, s, y):
+    def push(self, x_new, x, gradient_new, gradient):
+        """Store ``s = x_new - x`` and ``y = gradient_new - gradient``."""
+        slot = (self.newest + 1) % self.m
+        s = np.subtract(x_new, x, out=self.s[slot])
+        y = np.subtract(gradient_new, gradient, out=self.y[slot])
         curvature = s @ y
         # Without positive curvature the update would break positive definiteness; skip it.
+        # The slot held the oldest pair when the buffer was full: that pair is gone.
         if curvature <= 1e-10 * np.sqrt((s @ s) * (y @ y)):
+            self.size = min(self.size, self.m - 1)
             return
-        self.newest = (self.newest + 1) % self.m
-        self.s[self.newest], self.y[self.newest] = s, y
-        self.rho[self.newest] = 1.0 / curvature
+        self.newest = slot
+        self.rho[slot] = 1.0 / curvature
         self.size = min(self.size + 1, self.m)
 
     def apply_inverse_hessian(self, gradient):
