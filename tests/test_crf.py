@@ -397,3 +397,16 @@ def test_lbfgs_history_after_rejected_pairs_matches_explicit_two_loop():
     for (s, y), alpha in zip(kept, reversed(alphas)):
         q += (alpha - (y @ q) / (s @ y)) * s
     np.testing.assert_allclose(history.apply_inverse_hessian(gradient), q, rtol=1e-12)
+
+
+def test_grid_search_with_span_scorer_and_unlabelled_sequences():
+    """Scorers drop unlabelled sequences; CRF.fit skips them: CV works with y[i] = None."""
+    from sklearn_ssl_crf.datasets import make_sequences
+    from sklearn_ssl_crf.metrics import span_f1_scorer
+
+    X, y = make_sequences(120, features="dict", random_state=0)
+    y = [labels if i % 4 else None for i, labels in enumerate(y)]
+    search = GridSearchCV(CRF(max_iterations=50), {"c2": [0.1, 1000.0]}, cv=3,
+                          scoring=span_f1_scorer).fit(X, y)
+    assert search.best_params_ == {"c2": 0.1}
+    assert 0.3 < search.best_score_ <= 1.0

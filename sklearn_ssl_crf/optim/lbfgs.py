@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg.blas import daxpy
 
 __all__ = ["minimize_lbfgs", "LBFGSResult", "pseudo_gradient"]
 
@@ -126,7 +127,7 @@ def minimize_lbfgs(
             orthant = np.where(x != 0, np.sign(x), -np.sign(steepest))
         step = 1.0 if history.size else 1.0 / np.linalg.norm(steepest)
         for _ in range(max_linesearch):
-            x_new = x + step * direction
+            x_new = daxpy(direction, x.copy(), a=step)
             if c1:
                 x_new[np.sign(x_new) != orthant] = 0.0
             value_new, gradient_new = fun(x_new)
@@ -187,7 +188,6 @@ class _History:
         self.rho = np.empty(m)
         self.m, self.size, self.newest = m, 0, -1
         self._alpha = np.empty(m)
-        self._work = np.empty(n)
 
     def push(self, x_new, x, gradient_new, gradient):
         """Store ``s = x_new - x`` and ``y = gradient_new - gradient``."""
@@ -210,15 +210,15 @@ class _History:
         if not self.size:
             return q
         order = [(self.newest - k) % self.m for k in range(self.size)]
-        work = self._work
+        # daxpy updates q in place: no temporary the size of the parameters.
         for i in order:
             self._alpha[i] = self.rho[i] * (self.s[i] @ q)
-            q -= np.multiply(self.y[i], self._alpha[i], out=work)
+            daxpy(self.y[i], q, a=-self._alpha[i])
         newest_y = self.y[self.newest]
         q *= 1.0 / (self.rho[self.newest] * (newest_y @ newest_y))
         for i in reversed(order):
             beta = self.rho[i] * (self.y[i] @ q)
-            q += np.multiply(self.s[i], self._alpha[i] - beta, out=work)
+            daxpy(self.s[i], q, a=self._alpha[i] - beta)
         return q
 
 
