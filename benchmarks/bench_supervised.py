@@ -85,7 +85,7 @@ def run_ours(X_train, y_train, X_test, max_iterations):
     from sklearn_ssl_crf import CRF, SequenceVectorizer
     from sklearn_ssl_crf._validation import encode_labels
     from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
-    from sklearn_ssl_crf.packing import PackedSequences
+    from sklearn_ssl_crf.packing import ChunkedSequences
 
     started = time.perf_counter()
     sequences = SequenceVectorizer().fit_transform(X_train)
@@ -101,9 +101,9 @@ def run_ours(X_train, y_train, X_test, max_iterations):
     # One objective + gradient evaluation at the optimum, the unit of L-BFGS work.
     sequences = crf.vectorizer_.transform(X_train)
     _, codes = encode_labels(y_train, crf.classes_)
-    packed = PackedSequences(sequences.matrix, sequences.lengths, codes, len(crf.classes_))
-    layout = crf._weight_layout(packed)
-    objective = _penalised_negative_log_likelihood(packed, layout, 1.0)
+    data = ChunkedSequences(sequences, codes, len(crf.classes_))
+    layout = crf._weight_layout(data)
+    objective = _penalised_negative_log_likelihood(data, layout, 1.0)
     theta = layout.pack(crf.state_weights_, crf.transition_weights_)
     evaluations = []
     for _ in range(5):

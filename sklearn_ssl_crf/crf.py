@@ -14,7 +14,7 @@ from .base import BaseCRF
 from .decoding import decode
 from .objectives import log_likelihood
 from .optim import minimize_lbfgs
-from .packing import PackedSequences
+from .packing import ChunkedSequences, PackedSequences
 from .parameters import WeightLayout
 
 __all__ = ["CRF"]
@@ -62,8 +62,8 @@ class CRF(BaseCRF):
     verbose : bool, default=False
         Print the objective (and the dev score, when given) after every iteration.
     n_jobs : int, default=None
-        Accepted for API symmetry with the semi-supervised estimators, which spread their
-        unlabelled data over workers; supervised training is one process.
+        Threads over which each objective evaluation spreads its chunks of sequences (the
+        model is the same for any value). None: one.
 
     Attributes
     ----------
@@ -168,9 +168,9 @@ class CRF(BaseCRF):
         """
         if (X_dev is None) != (y_dev is None):
             raise ValueError("give both X_dev and y_dev, or neither")
-        packed = self._packed_training_data(X, y)
-        layout = self._weight_layout(packed)
-        objective = _penalised_negative_log_likelihood(packed, layout, self.c2)
+        data = self._packed_training_data(X, y)
+        layout = self._weight_layout(data)
+        objective = _penalised_negative_log_likelihood(data, layout, self.c2)
         callback = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
         with single_threaded_blas():
             result = minimize_lbfgs(
@@ -199,20 +199,16 @@ class CRF(BaseCRF):
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
         if labelled.size < len(sequences):
             sequences = sequences[labelled]
-        return PackedSequences(sequences.matrix, sequences.lengths, codes, len(self.classes_))
+        return ChunkedSequences(sequences, codes, len(self.classes_), n_jobs=self.n_jobs)
 
-    def _weight_layout(self, packed):
+    def _weight_layout(self, data):
         n_labels = len(self.classes_)
         state_mask = transition_mask = None
         if not self.all_possible_states:
-            indicators = sp.csr_matrix(
-                (np.ones(packed.n_tokens), (np.arange(packed.n_tokens), packed.labels)),
-                shape=(packed.n_tokens, n_labels),
-            )
-            state_mask = (packed.matrix.T @ indicators).toarray() != 0
+            state_mask = sum(_label_cooccurrence(chunk, n_labels) for chunk in data.chunks) != 0
         if not self.all_possible_transitions:
-            transition_mask = packed.transition_counts > 0
-        return WeightLayout(packed.matrix.shape[1], n_labels, state_mask, transition_mask)
+            transition_mask = sum(chunk.transition_counts for chunk in data.chunks) > 0
+        return WeightLayout(self.num_attributes_, n_labels, state_mask, transition_mask)
 
     def _dev_scorer(self, X_dev, y_dev, layout):
         """Callback giving the dev token accuracy of the current weights."""
@@ -233,13 +229,44 @@ class CRF(BaseCRF):
         return dev_accuracy
 
 
-def _penalised_negative_log_likelihood(packed, layout, c2):
-    """``theta -> (value, gradient)`` of ``-log-likelihood + c2 * ||theta||^2``."""
+def _label_cooccurrence(chunk, n_labels):
+    """(attribute x label) sums of feature values over a chunk's tokens."""
+    indicators = sp.csr_matrix(
+        (np.ones(chunk.n_tokens), (np.arange(chunk.n_tokens), chunk.labels)),
+        shape=(chunk.n_tokens, n_labels),
+    )
+    return (chunk.matrix.T @ indicators).toarray()
+
+
+def _chunk_log_likelihood(chunk, workspace, state, transition):
+    """A chunk's log-likelihood and its gradient w.r.t. the weights."""
+    value, d_unary, d_transition = log_likelihood(chunk, chunk.unary(state), transition,
+                                                  workspace)
+    return value, chunk.weight_gradient(d_unary), d_transition
+
+
+def _sum_in_order(results):
+    """Element-wise sum of tuples of terms (floats and fresh arrays), in order and in place:
+    the same sum for any n_jobs, with one set of arrays alive besides the running total."""
+    totals = None
+    for terms in results:
+        if totals is None:
+            totals = list(terms)
+            continue
+        for k, term in enumerate(terms):
+            totals[k] += term
+    return totals
+
+
+def _penalised_negative_log_likelihood(data, layout, c2):
+    """``theta -> (value, gradient)`` of ``-log-likelihood + c2 * ||theta||^2`` over the
+    chunks of ``data`` (a `ChunkedSequences`)."""
 
     def objective(theta):
         state, transition = layout.unpack(theta)
-        value, d_unary, d_transition = log_likelihood(packed, packed.unary(state), transition)
-        gradient = layout.pack(packed.weight_gradient(d_unary), d_transition)
+        value, d_state, d_transition = _sum_in_order(
+            data.map(_chunk_log_likelihood, state, transition))
+        gradient = layout.pack(d_state, d_transition)
         # In place: on a million weights every temporary array counts.
         np.negative(gradient, out=gradient)
         gradient += 2.0 * c2 * theta

@@ -1,11 +1,24 @@
 """Feature rows packed once into a chain layout, and the one mapping between weights and
-potentials: ``unary = X @ W`` forward, ``dW = X.T @ d_unary`` back."""
+potentials: ``unary = X @ W`` forward, ``dW = X.T @ d_unary`` back.
+
+Training data is packed in chunks of consecutive sequences, evaluated one after another (or
+on ``n_jobs`` threads) with reused work arrays, so memory holds one chunk's work at a time
+per worker, whatever the size of the corpus. Chunk boundaries depend only on the data, so
+sums over chunks are the same for any ``n_jobs``.
+"""
+
+import queue
 
 import numpy as np
+from joblib import Parallel, delayed
 
 from .inference import ChainLayout, Workspace
 
-__all__ = ["PackedSequences"]
+__all__ = ["PackedSequences", "ChunkedSequences", "CHUNK_TOKENS"]
+
+#: Tokens per chunk: large enough for NumPy to work on big blocks, small enough that a
+#: chunk's work arrays (a few of tokens x labels) stay a small part of memory.
+CHUNK_TOKENS = 50_000
 
 
 class PackedSequences:
@@ -30,14 +43,11 @@ class PackedSequences:
         Labels in packed order.
     transition_counts : ndarray of shape (n_labels, n_labels) or None
         How often label ``i`` is followed by label ``j`` in the labelled sequences.
-    workspace : Workspace
-        Work arrays reused by every objective evaluation on these sequences.
     """
 
     def __init__(self, matrix, lengths, labels=None, n_labels=None):
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.layout = ChainLayout(self.lengths)
-        self.workspace = Workspace()
         self.matrix = matrix[self.layout.order]
         self.labels = None
         self.transition_counts = None
@@ -70,6 +80,71 @@ class PackedSequences:
         values = np.empty_like(packed_values)
         values[self.layout.order] = packed_values
         return values
+
+
+class ChunkedSequences:
+    """Sequences packed as consecutive chunks of about `CHUNK_TOKENS` tokens.
+
+    Parameters
+    ----------
+    sequences : SequenceMatrix
+    labels : ndarray of int of shape (n_tokens,), default=None
+        Label index of every token of ``sequences``.
+    n_labels : int, default=None
+    n_jobs : int, default=None
+        Threads used by `map`; None or 1 runs the chunks one after another.
+    chunk_tokens : int, default=None
+        None: `CHUNK_TOKENS`.
+
+    Attributes
+    ----------
+    chunks : list of PackedSequences
+    """
+
+    def __init__(self, sequences, labels=None, n_labels=None, n_jobs=None, chunk_tokens=None):
+        self.chunks = []
+        offsets = sequences.offsets
+        for first, stop in _chunk_bounds(offsets, chunk_tokens or CHUNK_TOKENS):
+            rows = slice(offsets[first], offsets[stop])
+            self.chunks.append(PackedSequences(
+                sequences.matrix[rows], sequences.lengths[first:stop],
+                None if labels is None else labels[rows], n_labels,
+            ))
+        self.n_jobs = n_jobs
+        # Work arrays of finished calls, reused by the next ones: as many sets as calls ever
+        # ran at once.
+        self._idle_workspaces = queue.SimpleQueue()
+
+    def map(self, function, *args):
+        """``function(chunk, workspace, *args)`` for every chunk, results in chunk order.
+
+        A generator: results are produced as they are consumed, so a caller that sums them
+        holds few at a time. The workspace is the call's own until it returns.
+        """
+        def run(chunk):
+            try:
+                workspace = self._idle_workspaces.get_nowait()
+            except queue.Empty:
+                workspace = Workspace()
+            try:
+                return function(chunk, workspace, *args)
+            finally:
+                self._idle_workspaces.put(workspace)
+
+        return Parallel(n_jobs=self.n_jobs, prefer="threads", return_as="generator")(
+            delayed(run)(chunk) for chunk in self.chunks)
+
+
+def _chunk_bounds(offsets, chunk_tokens):
+    """(first, stop) sequence indices of consecutive chunks of about ``chunk_tokens`` tokens;
+    a longer sequence makes a chunk of its own."""
+    n_sequences = offsets.size - 1
+    first = 0
+    while first < n_sequences:
+        stop = int(np.searchsorted(offsets, offsets[first] + chunk_tokens, side="right")) - 1
+        stop = min(max(stop, first + 1), n_sequences)
+        yield first, stop
+        first = stop
 
 
 def _transition_counts(labels, lengths, n_labels):

@@ -15,7 +15,7 @@ from sklearn_ssl_crf import CRF, SequenceVectorizer
 from sklearn_ssl_crf._validation import encode_labels
 from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
 from sklearn_ssl_crf.optim import minimize_lbfgs, pseudo_gradient
-from sklearn_ssl_crf.packing import PackedSequences
+from sklearn_ssl_crf.packing import ChunkedSequences
 from sklearn_ssl_crf.parameters import WeightLayout
 
 
@@ -52,11 +52,13 @@ def packed_problem(all_possible_states=True, all_possible_transitions=True):
     X, y = random_tagging_data(15, seed=1)
     sequences = SequenceVectorizer().fit_transform(X)
     classes, codes = encode_labels(y)
-    packed = PackedSequences(sequences.matrix, sequences.lengths, codes, len(classes))
+    # Small chunks, so that sums over several chunks are part of what is checked.
+    data = ChunkedSequences(sequences, codes, len(classes), chunk_tokens=20)
+    assert len(data.chunks) > 1
     crf = CRF(all_possible_states=all_possible_states,
               all_possible_transitions=all_possible_transitions)
-    crf.classes_ = classes
-    return packed, crf._weight_layout(packed)
+    crf.classes_, crf.num_attributes_ = classes, sequences.n_features
+    return data, crf._weight_layout(data)
 
 
 def finite_difference_check(fun, x, rng, n_directions=6, step=1e-5):
@@ -113,18 +115,25 @@ def test_lbfgs_reaches_the_optimum_of_a_known_problem(c1):
 
 def test_log_likelihood_equals_enumeration():
     """Objective value from the definition: sum over sequences of score(y) - log Z."""
+    data, layout = packed_problem()
+    rng = np.random.default_rng(2)
+    theta = rng.normal(size=layout.size)
+    value = _penalised_negative_log_likelihood(data, layout, c2=0.0)(theta)[0]
+    state, transition = layout.unpack(theta)
+    expected = 0.0
+    for chunk in data.chunks:
+        expected += _enumerated_log_likelihood(chunk, state, transition)
+    assert -value == pytest.approx(expected, rel=1e-10)
+
+
+def _enumerated_log_likelihood(chunk, state, transition):
     import itertools
 
     from scipy.special import logsumexp
 
-    packed, layout = packed_problem()
-    rng = np.random.default_rng(2)
-    theta = rng.normal(size=layout.size)
-    value = _penalised_negative_log_likelihood(packed, layout, c2=0.0)(theta)[0]
-    state, transition = layout.unpack(theta)
-    unary = packed.unpack(packed.unary(state))
-    labels = packed.unpack(packed.labels)
-    offsets = np.concatenate([[0], np.cumsum(packed.lengths)])
+    unary = chunk.unpack(chunk.unary(state))
+    labels = chunk.unpack(chunk.labels)
+    offsets = np.concatenate([[0], np.cumsum(chunk.lengths)])
     expected = 0.0
     for start, stop in zip(offsets[:-1], offsets[1:]):
         u, gold = unary[start:stop], labels[start:stop]
@@ -134,7 +143,7 @@ def test_log_likelihood_equals_enumeration():
 
         all_scores = [score(np.array(s)) for s in itertools.product(range(3), repeat=stop - start)]
         expected += score(gold) - logsumexp(all_scores)
-    assert -value == pytest.approx(expected, rel=1e-10)
+    return expected
 
 
 # -- training ----------------------------------------------------------------------------
@@ -174,10 +183,10 @@ def test_l1_solution_satisfies_optimality_conditions():
     assert crf.termination_condition_.startswith("converged")
     sequences = crf.vectorizer_.transform(X)
     _, codes = encode_labels(y, crf.classes_)
-    packed = PackedSequences(sequences.matrix, sequences.lengths, codes, len(crf.classes_))
+    data = ChunkedSequences(sequences, codes, len(crf.classes_))
     layout = WeightLayout(crf.num_attributes_, len(crf.classes_))
     theta = layout.pack(crf.state_weights_, crf.transition_weights_)
-    _, gradient = _penalised_negative_log_likelihood(packed, layout, 0.1)(theta)
+    _, gradient = _penalised_negative_log_likelihood(data, layout, 0.1)(theta)
     zero = theta == 0
     assert zero.mean() > 0.3  # L1 made the model sparse
     assert np.abs(gradient[zero]).max() <= 1.0 + 1e-3
@@ -410,3 +419,19 @@ def test_grid_search_with_span_scorer_and_unlabelled_sequences():
                           scoring=span_f1_scorer).fit(X, y)
     assert search.best_params_ == {"c2": 0.1}
     assert 0.3 < search.best_score_ <= 1.0
+
+
+def test_n_jobs_and_chunking_give_the_same_model():
+    X, y = random_tagging_data(80)
+    reference = CRF(c2=0.1).fit(X, y)
+    import sklearn_ssl_crf.packing as packing
+
+    original = packing.CHUNK_TOKENS
+    try:
+        packing.CHUNK_TOKENS = 30  # many chunks
+        threaded = CRF(c2=0.1, n_jobs=2).fit(X, y)
+        sequential = CRF(c2=0.1, n_jobs=1).fit(X, y)
+    finally:
+        packing.CHUNK_TOKENS = original
+    np.testing.assert_array_equal(threaded.state_weights_, sequential.state_weights_)
+    np.testing.assert_allclose(threaded.state_weights_, reference.state_weights_, atol=1e-6)

@@ -98,22 +98,24 @@ def check_potentials(unary, transition):
 
 
 class Workspace:
-    """Work arrays kept between calls on the same data.
+    """Work arrays kept between calls.
 
-    Training runs forward-backward over the same corpus at every iteration; reusing the
+    Training runs forward-backward over the same data at every iteration; reusing the
     (n_rows, S) arrays saves mapping fresh memory each time, which costs more than the
     arithmetic on virtual machines that return freed pages to their host.
     """
 
     def __init__(self):
-        self._arrays = {}
+        self._buffers = {}
 
     def array(self, name, shape):
-        """An uninitialised float64 array, the same one on every call with this name and shape."""
-        array = self._arrays.get(name)
-        if array is None or array.shape != shape:
-            array = self._arrays[name] = np.empty(shape)
-        return array
+        """An uninitialised float64 array of this shape, carved from a buffer kept under
+        ``name`` (grown when too small); valid until the next call with the same name."""
+        size = int(np.prod(shape))
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.size < size:
+            buffer = self._buffers[name] = np.empty(size)
+        return buffer[:size].reshape(shape)
 
 
 def chain_lattice(unary, transition, layout, workspace=None):
