@@ -18,53 +18,8 @@ import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "data"
-
-
-def word2features(sentence, i):
-    """The sklearn-crfsuite tutorial's features for token ``i`` of (word, POS) tuples."""
-    word, postag = sentence[i][0], sentence[i][1]
-    features = {
-        "bias": 1.0,
-        "word.lower()": word.lower(),
-        "word[-3:]": word[-3:],
-        "word[-2:]": word[-2:],
-        "word.isupper()": word.isupper(),
-        "word.istitle()": word.istitle(),
-        "word.isdigit()": word.isdigit(),
-        "postag": postag,
-        "postag[:2]": postag[:2],
-    }
-    for offset, prefix, at_edge, edge in ((-1, "-1:", i == 0, "BOS"),
-                                         (1, "+1:", i == len(sentence) - 1, "EOS")):
-        if at_edge:
-            features[edge] = True
-            continue
-        word, postag = sentence[i + offset][0], sentence[i + offset][1]
-        features.update({
-            prefix + "word.lower()": word.lower(),
-            prefix + "word.istitle()": word.istitle(),
-            prefix + "word.isupper()": word.isupper(),
-            prefix + "postag": postag,
-            prefix + "postag[:2]": postag[:2],
-        })
-    return features
-
-
-def sentence_features(sentence):
-    return [word2features(sentence, i) for i in range(len(sentence))]
-
-
-def load(data_dir):
-    from sklearn_ssl_crf.datasets import load_conll2000
-
-    splits = load_conll2000(Path(data_dir) / "conll2000")
-    (X_train, y_train), (X_test, y_test) = splits["train"], splits["test"]
-    return ([sentence_features(s) for s in X_train], y_train,
-            [sentence_features(s) for s in X_test], y_test)
+from conll_features import DEFAULT_DATA, load_tutorial_conll2000
 
 
 def max_rss_mb():
@@ -153,7 +108,7 @@ def run_crfsuite(X_train, y_train, X_test, max_iterations):
 def child(system, data_dir, max_iterations):
     from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
 
-    X_train, y_train, X_test, y_test = load(data_dir)
+    X_train, y_train, X_test, y_test, _ = load_tutorial_conll2000(data_dir)
     baseline = current_rss_mb()
     run = run_ours if system == "ours" else run_crfsuite
     predicted, result = run(X_train, y_train, X_test, max_iterations)

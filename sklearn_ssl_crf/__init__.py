@@ -2,9 +2,17 @@
 
 from . import datasets, inference, metrics
 from .crf import CRF
-from .featurize import SequenceVectorizer
+from .featurize import SequenceVectorizer, WindowFeatures
 from .sequences import SequenceMatrix
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["CRF", "SequenceVectorizer", "SequenceMatrix", "inference", "metrics", "datasets"]
+__all__ = [
+    "CRF",
+    "SequenceVectorizer",
+    "WindowFeatures",
+    "SequenceMatrix",
+    "inference",
+    "metrics",
+    "datasets",
+]

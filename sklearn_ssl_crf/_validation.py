@@ -7,7 +7,15 @@ import scipy.sparse as sp
 
 from .sequences import SequenceMatrix
 
-__all__ = ["as_sequence_list", "sequence_lengths", "select_sequences", "is_matrix_input", "matrices_to_sequence_matrix", "check_labels", "encode_labels"]
+__all__ = [
+    "as_sequence_list",
+    "sequence_lengths",
+    "select_sequences",
+    "is_matrix_input",
+    "matrices_to_sequence_matrix",
+    "check_labels",
+    "encode_labels",
+]
 
 
 def as_sequence_list(X, name="X"):

@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ._threads import single_threaded_blas
 from ._validation import (
     as_sequence_list,
     check_labels,
@@ -15,7 +16,6 @@ from ._validation import (
     select_sequences,
     sequence_lengths,
 )
-from ._threads import single_threaded_blas
 from .decoding import decode, posterior_marginals
 from .featurize import SequenceVectorizer
 from .packing import PackedSequences

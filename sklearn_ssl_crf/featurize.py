@@ -12,10 +12,11 @@ first, and NumPy only on whole arrays at the end.
 
 import math
 import numbers
-import re
 from array import array
 from collections import defaultdict
 from collections.abc import Mapping
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,8 +46,9 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
     - ``list``, ``tuple`` or ``set`` of strings: attribute ``"key:element"`` with weight 1 for
       each element.
 
-    A token may also be a list (or tuple or set) of attribute names, each with weight 1, and
-    may be empty. An attribute occurring twice in one token gets the sum of its weights.
+    Keys must be str (UTF-8 ``bytes`` are decoded). A token may also be a list (or tuple or
+    set) of attribute names, each with weight 1, and may be empty. An attribute occurring
+    twice in one token gets the sum of its weights.
 
     Parameters
     ----------
@@ -73,8 +75,14 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
     Attributes not seen during ``fit`` (or dropped by ``min_freq``) are ignored by
     ``transform``: they have no weight in the model.
 
-    The matrix has sorted, unique column indices in each row; a numeric attribute of weight 0
-    is stored as an explicit zero, so it counts towards ``min_freq`` as in CRFsuite.
+    The matrix has sorted, unique column indices in each row. A numeric attribute of weight
+    0 is stored as an explicit zero (and counts as an occurrence for ``min_freq``). The
+    elements of a set are taken in sorted order, so that the column order does not depend
+    on string hashing.
+
+    A key that is not a str, a value of another type (None, arbitrary objects) or a list
+    element that is not a str raises TypeError; a NaN or infinite weight raises ValueError.
+    Both messages give the sequence and token index.
 
     Examples
     --------
@@ -145,17 +153,22 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         # appearance without a test in the inner loop.
         vocabulary = defaultdict()
         vocabulary.default_factory = vocabulary.__len__
-        matrix, offsets = _encode(X, vocabulary.__getitem__, vocabulary.__len__)
+        cache = _ColumnCache(vocabulary, grow=True)
+        matrix, offsets = _encode(X, cache)
         names = list(vocabulary)
+        new_columns = None
         if min_freq > 0:
             # Rows hold unique indices, so the count of a column is its number of tokens.
-            counts = np.bincount(matrix.indices, minlength=len(names))
-            keep = counts > min_freq
+            keep = np.bincount(matrix.indices, minlength=len(names)) > min_freq
             if not keep.all():
                 matrix = matrix[:, np.flatnonzero(keep)]
                 names = [name for name, kept in zip(names, keep) if kept]
+                new_columns = np.where(keep, np.cumsum(keep) - 1, -1)
         self.feature_names_ = names
         self.vocabulary_ = {name: column for column, name in enumerate(names)}
+        # The lookups made during fit serve every later transform (see `_ColumnCache`).
+        cache.freeze(self.vocabulary_, new_columns)
+        self._column_cache = cache
         return SequenceMatrix(matrix, offsets, feature_names=self.get_feature_names_out())
 
     def transform(self, X):
@@ -174,9 +187,11 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
             the vocabulary are dropped.
         """
         check_is_fitted(self, "vocabulary_")
-        get = self.vocabulary_.get
-        n_columns = len(self.vocabulary_)
-        matrix, offsets = _encode(X, lambda name: get(name, -1), lambda: n_columns)
+        cache = getattr(self, "_column_cache", None)
+        if cache is None or cache.vocabulary is not self.vocabulary_:
+            # vocabulary_ was set by hand rather than by fit.
+            cache = _ColumnCache(self.vocabulary_)
+        matrix, offsets = _encode(X, cache)
         return SequenceMatrix(matrix, offsets, feature_names=self.get_feature_names_out())
 
     def get_feature_names_out(self, input_features=None):
@@ -200,12 +215,23 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         tags.input_tags.two_d_array = False
         return tags
 
+    def __getstate__(self):
+        # The cache is derived from vocabulary_: rebuilt on loading, not pickled.
+        state = dict(super().__getstate__())
+        state.pop("_column_cache", None)
+        return state
 
-def _encode(X, column_of, n_columns):
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if "vocabulary_" in self.__dict__:
+            self._column_cache = _ColumnCache(self.vocabulary_)
+
+
+def _encode(X, cache):
     """Featurise ``X`` into a CSR matrix and the sequence offsets.
 
-    ``column_of(name)`` gives the column of an attribute, or -1 to drop it;
-    ``n_columns()`` the number of columns once all of ``X`` is read.
+    Columns come from ``cache`` (a `_ColumnCache`); the matrix has as many columns as its
+    vocabulary once all of ``X`` is read.
     """
     _check_corpus(X)
     # Column of every stored attribute, token by token; -1 marks entries to drop. Weights
@@ -221,9 +247,13 @@ def _encode(X, column_of, n_columns):
     add_position = positions.append
     add_weight = weights.append
     # Columns are looked up by the key and value objects themselves, whose hashes Python
-    # caches, rather than by a freshly built "key:value" string: this halves the time.
-    key_columns = _KeyColumns(column_of)
-    key_value_columns = _KeyValueColumns(column_of)
+    # caches, rather than by a freshly built "key:value" string: this halves the time. The
+    # caches are plain dicts (faster to index than subclasses); a KeyError fills them.
+    column_of = cache.column_of
+    key_columns = cache.key_columns
+    key_value_columns = cache.key_value_columns
+    key_column = cache.key_column
+    key_value_column = cache.key_value_column
     for i, sequence in enumerate(X):
         if type(sequence) is not list:
             _check_sequence(sequence, i)
@@ -234,10 +264,16 @@ def _encode(X, column_of, n_columns):
                     for key, value in token.items():
                         kind = type(value)
                         if kind is str:
-                            add(key_value_columns[key][value])
+                            try:
+                                add(key_value_columns[key][value])
+                            except KeyError:
+                                add(key_value_column(key, value))
                         elif kind is bool:
                             if value:
-                                add(key_columns[key])
+                                try:
+                                    add(key_columns[key])
+                                except KeyError:
+                                    add(key_column(key))
                             elif type(key) is not str:
                                 _key(key)  # raises unless a bytes key
                         elif kind is float:
@@ -246,7 +282,10 @@ def _encode(X, column_of, n_columns):
                                     raise _non_finite(key, value)
                                 add_position(len(indices))
                                 add_weight(value)
-                            add(key_columns[key])
+                            try:
+                                add(key_columns[key])
+                            except KeyError:
+                                add(key_column(key))
                         else:
                             for name, weight in _expand(key, value):
                                 if weight != 1.0:
@@ -264,51 +303,67 @@ def _encode(X, column_of, n_columns):
             kind = TypeError if isinstance(exc, TypeError) else ValueError
             raise kind(f"sequence {i}, token {t}: {exc}") from exc
         end_sequence(len(indptr) - 1)
-    matrix = _assemble(indices, indptr, positions, weights, n_columns())
+    matrix = _assemble(indices, indptr, positions, weights, len(cache.vocabulary))
     return matrix, np.frombuffer(offsets, dtype=np.int64)
 
 
-class _KeyColumns(dict):
-    """Column of the attribute named by a key, looked up (and the key checked) on first use."""
+class _ColumnCache:
+    """Columns of attributes, by token-dict key (bool and float values) and by key and str
+    value.
 
-    __slots__ = ("column_of",)
+    ``key_columns[key]`` and ``key_value_columns[key][value]`` are filled on first use by
+    `key_column` and `key_value_column`, which also check the key. They hold only attributes
+    of the vocabulary, so they stay bounded however much unseen data is transformed; the
+    cache built while fitting is kept for transform, where most lookups then hit.
 
-    def __init__(self, column_of):
-        super().__init__()
-        self.column_of = column_of
+    Parameters
+    ----------
+    vocabulary : dict
+        Attribute name to column.
+    grow : bool, default=False
+        If True, ``vocabulary`` is a defaultdict giving new names the next column (fit);
+        otherwise unknown names get column -1, meaning "drop" (transform).
+    """
 
-    def __missing__(self, key):
-        column = self[key] = self.column_of(_key(key))
+    def __init__(self, vocabulary, grow=False):
+        self.vocabulary = vocabulary
+        self.column_of = vocabulary.__getitem__ if grow else self._known_column
+        self.key_columns = {}
+        self.key_value_columns = {}
+
+    def _known_column(self, name):
+        return self.vocabulary.get(name, -1)
+
+    def key_column(self, key):
+        column = self.column_of(_key(key))
+        if column >= 0:
+            self.key_columns[key] = column
         return column
 
-
-class _KeyValueColumns(dict):
-    """For each key, a `_ValueColumns` giving the column of ``"key:value"`` by value."""
-
-    __slots__ = ("column_of",)
-
-    def __init__(self, column_of):
-        super().__init__()
-        self.column_of = column_of
-
-    def __missing__(self, key):
-        columns = self[key] = _ValueColumns(f"{_key(key)}:", self.column_of)
-        return columns
-
-
-class _ValueColumns(dict):
-    """Column of the attribute ``prefix + value``, looked up on first use of ``value``."""
-
-    __slots__ = ("prefix", "column_of")
-
-    def __init__(self, prefix, column_of):
-        super().__init__()
-        self.prefix = prefix
-        self.column_of = column_of
-
-    def __missing__(self, value):
-        column = self[value] = self.column_of(self.prefix + value)
+    def key_value_column(self, key, value):
+        column = self.column_of(f"{_key(key)}:{value}")
+        if column >= 0:
+            columns = self.key_value_columns.get(key)
+            if columns is None:
+                columns = self.key_value_columns[key] = {}
+            columns[value] = column
         return column
+
+    def freeze(self, vocabulary, new_columns=None):
+        """Stop growing: use the final ``vocabulary``, whose column ``new_columns[j]``
+        (-1: dropped) is the former column ``j``."""
+        self.vocabulary = vocabulary
+        self.column_of = self._known_column
+        if new_columns is None:
+            return
+        new = new_columns.tolist()
+        self.key_columns = {
+            key: new[column] for key, column in self.key_columns.items() if new[column] >= 0
+        }
+        self.key_value_columns = {
+            key: {value: new[column] for value, column in columns.items() if new[column] >= 0}
+            for key, columns in self.key_value_columns.items()
+        }
 
 
 def _assemble(indices, indptr, positions, weights, n_columns):
@@ -383,35 +438,35 @@ def _key(key):
     )
 
 
-def _expand(key, value):
+def _expand(key, value, prefix=""):
     """Yield the ``(name, weight)`` attributes of one ``key: value`` pair of a token dict.
 
     The general (slow) path of `_encode`: every type python-crfsuite accepts, plus NumPy
-    scalars, with type checks and clear errors.
+    scalars, with type checks and clear errors. ``prefix`` is the path of enclosing keys of
+    a nested dict, ending in ``":"``.
     """
-    key = _key(key)
+    name = prefix + _key(key)
     if isinstance(value, str):
-        yield f"{key}:{str(value)}", 1.0
+        yield f"{name}:{str(value)}", 1.0
     elif isinstance(value, bytes):
-        yield f"{key}:{value.decode('utf-8')}", 1.0
+        yield f"{name}:{value.decode('utf-8')}", 1.0
     elif isinstance(value, (bool, np.bool_)):
         if value:
-            yield key, 1.0
+            yield name, 1.0
     elif isinstance(value, numbers.Real):
         weight = float(value)
         if not math.isfinite(weight):
-            raise _non_finite(key, value)
-        yield key, weight
+            raise _non_finite(name, value)
+        yield name, weight
     elif isinstance(value, Mapping):
         for inner_key, inner_value in value.items():
-            for name, weight in _expand(inner_key, inner_value):
-                yield f"{key}:{name}", weight
+            yield from _expand(inner_key, inner_value, f"{name}:")
     elif isinstance(value, _NAME_COLLECTIONS):
-        for name in _names(value, f"the value of {key!r}"):
-            yield f"{key}:{name}", 1.0
+        for element in _names(value, f"the value of {name!r}"):
+            yield f"{name}:{element}", 1.0
     else:
         raise TypeError(
-            f"attribute {key!r} has a value of type {type(value).__name__}; expected str, "
+            f"attribute {name!r} has a value of type {type(value).__name__}; expected str, "
             "bytes, bool, int, float, dict, or a list, tuple or set of str"
         )
 
@@ -455,7 +510,7 @@ def _names(collection, what):
     return names
 
 
-_HAS_DIGIT = re.compile(r"\d").search
+_DIGITS = frozenset("0123456789")
 
 
 class WindowFeatures(TransformerMixin, BaseEstimator):
@@ -463,8 +518,8 @@ class WindowFeatures(TransformerMixin, BaseEstimator):
 
     Turns each token into a dict of features of the token and of its neighbours, ready for
     `SequenceVectorizer` or any estimator of this package, so that a tagger needs no
-    feature code. A token is a word (str), or a tuple ``(word, tag1, tag2, ...)`` whose
-    further columns are annotations such as part-of-speech tags.
+    feature code. A token is a word (str), or a tuple ``(word, tag1, tag2, ...)`` of str
+    whose further columns are annotations such as part-of-speech tags.
 
     Features of a token with word ``w`` and extra columns ``c1, c2, ...``:
 
@@ -473,14 +528,15 @@ class WindowFeatures(TransformerMixin, BaseEstimator):
       ``prefixes``;
     - with ``word_shape``, the flags ``"word.isupper"``, ``"word.istitle"``,
       ``"word.isdigit"`` (the str methods), ``"word.has_hyphen"`` (contains ``-``) and
-      ``"word.has_digit"`` (contains a decimal digit), as bools;
+      ``"word.has_digit"`` (contains one of ``0-9``), as bools;
     - ``"col1"``: ``c1``, and ``"col1[:k]"`` for each ``k`` in ``column_prefixes``; likewise
       for ``col2``, ...
 
-    The output dict of a token holds ``"bias": 1.0``, its own features, and the features of
-    each neighbour at offsets ``-window .. -1`` and ``+1 .. +window`` with keys prefixed by
-    the offset (``"-1:word.lower"``, ``"+2:col1"``, ...). Neighbour features are computed
-    once per token and reused.
+    The dict of a token holds ``"bias": 1.0``, the features of each neighbour at offsets
+    ``-window .. -1`` with keys prefixed by the offset (``"-1:word.lower"``, ...), its own
+    features, those of the neighbours at ``+1 .. +window`` (``"+1:col1"``, ...), and the
+    ``"BOS"`` and ``"EOS"`` markers. Each token's features are computed once and reused for
+    its neighbours.
 
     Parameters
     ----------
@@ -505,9 +561,10 @@ class WindowFeatures(TransformerMixin, BaseEstimator):
 
     Notes
     -----
-    The transformer is stateless: ``fit`` only checks the parameters. False flags are kept
-    in the dicts (as in the sklearn-crfsuite tutorial) so that every token has the same
-    keys; `SequenceVectorizer` and CRFsuite give them no weight.
+    The transformer is stateless: ``fit`` only checks the parameters. All tokens of a
+    sequence must have the same number of columns. False flags are kept in the dicts (as in
+    the sklearn-crfsuite tutorial) so that every token has the same keys; `SequenceVectorizer`
+    and CRFsuite give them no weight.
 
     Examples
     --------
@@ -516,8 +573,8 @@ class WindowFeatures(TransformerMixin, BaseEstimator):
     >>> X = wf.fit_transform([[("He", "PRP"), ("ran", "VBD")]])
     >>> X[0][0]  # doctest: +NORMALIZE_WHITESPACE
     {'bias': 1.0, 'word.lower': 'he', 'word[-2:]': 'He', 'col1': 'PRP', 'col1[:2]': 'PR',
-     'BOS': True, '+1:word.lower': 'ran', '+1:word[-2:]': 'an', '+1:col1': 'VBD',
-     '+1:col1[:2]': 'VB'}
+     '+1:word.lower': 'ran', '+1:word[-2:]': 'an', '+1:col1': 'VBD', '+1:col1[:2]': 'VB',
+     'BOS': True}
     >>> WindowFeatures(window=0, suffixes=(), bos_eos=False).transform([["Oslo"]])
     ... # doctest: +NORMALIZE_WHITESPACE
     [[{'bias': 1.0, 'word.lower': 'oslo', 'word.isupper': False, 'word.istitle': True,
@@ -540,12 +597,12 @@ class WindowFeatures(TransformerMixin, BaseEstimator):
         self.column_prefixes = column_prefixes
         self.bos_eos = bos_eos
 
-    def fit(self, X=None, y=None):
+    def fit(self, X, y=None):
         """Check the parameters; nothing is learned.
 
         Parameters
         ----------
-        X : None or iterable of sequences
+        X : iterable of sequences
             Ignored.
         y : None
             Ignored.
@@ -574,40 +631,38 @@ class WindowFeatures(TransformerMixin, BaseEstimator):
         """
         window, suffixes, prefixes, column_prefixes = self._check_params()
         _check_corpus(X)
-        token_values = self._token_values_function(suffixes, prefixes, column_prefixes)
-        key_sets = _WindowKeys(window, suffixes, prefixes, self.word_shape, column_prefixes)
-        before = range(-window, 0)
-        after = range(1, window + 1)
+        token_values = _TokenValues(suffixes, prefixes, self.word_shape, column_prefixes)
+        keys_by_length = _WindowKeys(
+            window, token_values.word_names, token_values.column_names
+        )
         bos_eos = self.bos_eos
         features = []
         for i, sequence in enumerate(X):
             if type(sequence) is not list:
                 _check_sequence(sequence, i)
-            t = 0
-            try:
-                values = [token_values(token) for t, token in enumerate(sequence)]
-            except (TypeError, AttributeError, IndexError) as exc:
-                raise TypeError(
-                    f"sequence {i}, token {t}: a token must be a word (str) or a non-empty "
-                    f"tuple or list of str, got {sequence[t]!r}"
-                ) from exc
-            n = len(values)
+            values = token_values.of_sequence(sequence, i)
+            if not values:
+                features.append([])
+                continue
+            # Every token has m values, so the values of tokens j - left .. j + right are
+            # one slice of their concatenation, named by keys[left][right].
+            m = len(values[0])
+            keys = keys_by_length[m]
+            flat = list(chain.from_iterable(values))
+            last = len(values) - 1
             sequence_features = []
-            for j, own in enumerate(values):
+            for j in range(last + 1):
+                left = j if j < window else window
+                right = last - j if last - j < window else window
                 token_features = {"bias": 1.0}
-                token_features.update(zip(key_sets[len(own)][0], own))
-                for offset in before:
-                    if j + offset >= 0:
-                        other = values[j + offset]
-                        token_features.update(zip(key_sets[len(other)][offset], other))
-                if bos_eos and j == 0:
-                    token_features["BOS"] = True
-                for offset in after:
-                    if j + offset < n:
-                        other = values[j + offset]
-                        token_features.update(zip(key_sets[len(other)][offset], other))
-                if bos_eos and j == n - 1:
-                    token_features["EOS"] = True
+                token_features.update(
+                    zip(keys[left][right], flat[(j - left) * m:(j + right + 1) * m])
+                )
+                if bos_eos:
+                    if j == 0:
+                        token_features["BOS"] = True
+                    if j == last:
+                        token_features["EOS"] = True
                 sequence_features.append(token_features)
             features.append(sequence_features)
         return features
@@ -631,71 +686,127 @@ class WindowFeatures(TransformerMixin, BaseEstimator):
             lengths.append(tuple(int(k) for k in value))
         return (int(window), *lengths)
 
-    def _token_values_function(self, suffixes, prefixes, column_prefixes):
-        """A function giving a token's own feature values, in `_WindowKeys` order."""
-        word_shape = self.word_shape
-        has_digit = _HAS_DIGIT
-
-        def token_values(token):
-            if type(token) is str:
-                word, columns = token, ()
-            elif type(token) is tuple or type(token) is list:
-                "".join(token)  # raises TypeError unless every column is a str
-                word, columns = token[0], token[1:]
-            else:
-                raise TypeError
-            values = [word.lower()]
-            values += [word[-k:] for k in suffixes]
-            values += [word[:k] for k in prefixes]
-            if word_shape:
-                values += (
-                    word.isupper(),
-                    word.istitle(),
-                    word.isdigit(),
-                    "-" in word,
-                    has_digit(word) is not None,
-                )
-            for column in columns:
-                values.append(column)
-                values += [column[:k] for k in column_prefixes]
-            return values
-
-        return token_values
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = False
+        tags.input_tags.two_d_array = False
+        return tags
 
 
-class _WindowKeys(dict):
-    """Feature names of `WindowFeatures`, built once per number of values in a token.
+class _TokenValues(dict):
+    """The values of a token's own features, by token (a str or a tuple of str).
 
-    ``keys[n_values][offset]`` is the tuple of names for a token's values seen from
-    ``offset`` (0: the token itself; otherwise names prefixed by ``"-1:"``, ``"+2:"``, ...).
+    Words and whole tokens repeat (Zipf's law), so each distinct token is featurised once,
+    on first use, and checked then.
     """
 
-    def __init__(self, window, suffixes, prefixes, word_shape, column_prefixes):
+    def __init__(self, suffixes, prefixes, word_shape, column_prefixes):
         super().__init__()
-        word = ["word.lower"]
-        word += [f"word[-{k}:]" for k in suffixes]
-        word += [f"word[:{k}]" for k in prefixes]
+        self.word_shape = word_shape
+        self.word_slices = _slicer(
+            [slice(-k, None) for k in suffixes] + [slice(None, k) for k in prefixes]
+        )
+        self.column_slices = _slicer([slice(None, k) for k in column_prefixes])
+        self.word_names = ["word.lower"]
+        self.word_names += [f"word[-{k}:]" for k in suffixes]
+        self.word_names += [f"word[:{k}]" for k in prefixes]
         if word_shape:
-            word += [
+            self.word_names += [
                 "word.isupper",
                 "word.istitle",
                 "word.isdigit",
                 "word.has_hyphen",
                 "word.has_digit",
             ]
-        self._word = word
-        self._column_prefixes = column_prefixes
-        self._offsets = [*range(-window, 0), *range(1, window + 1)]
+        self.column_names = [""] + [f"[:{k}]" for k in column_prefixes]
 
-    def __missing__(self, n_values):
-        per_column = 1 + len(self._column_prefixes)
-        n_columns = (n_values - len(self._word)) // per_column
-        names = list(self._word)
+    def __missing__(self, token):
+        if isinstance(token, str):
+            word, columns = str(token), ()
+        elif type(token) is tuple and token and all(isinstance(c, str) for c in token):
+            word, columns = str(token[0]), tuple(map(str, token[1:]))
+        else:
+            raise _BadToken
+        values = (word.lower(), *self.word_slices(word))
+        if self.word_shape:
+            values += (
+                word.isupper(),
+                word.istitle(),
+                word.isdigit(),
+                "-" in word,
+                not _DIGITS.isdisjoint(word),
+            )
+        for column in columns:
+            values += (column, *self.column_slices(column))
+        self[token] = values
+        return values
+
+    def of_sequence(self, sequence, i):
+        """The values of each token of sequence ``i``, all of the same length."""
+        try:
+            values = [self[token] for token in sequence]
+        except (TypeError, _BadToken):
+            # Lists are unhashable: look them up as tuples, and locate any bad token.
+            values = []
+            for t, token in enumerate(sequence):
+                try:
+                    values.append(self[tuple(token) if type(token) is list else token])
+                except (TypeError, _BadToken):
+                    raise TypeError(
+                        f"sequence {i}, token {t}: a token must be a word (str) or a "
+                        f"non-empty tuple or list of str, got {token!r}"
+                    ) from None
+        if values and len(set(map(len, values))) > 1:
+            raise ValueError(
+                f"sequence {i}: tokens with different numbers of columns; all tokens of "
+                "a sequence must have the same columns"
+            )
+        return values
+
+
+class _BadToken(Exception):
+    """Raised by `_TokenValues` for a token of the wrong type."""
+
+
+def _slicer(slices):
+    """A function returning the tuple of ``text[s]`` for each slice ``s``."""
+    if len(slices) > 1:
+        return itemgetter(*slices)  # slices all at once in C
+    if slices:
+        only = slices[0]
+        return lambda text: (text[only],)
+    return lambda text: ()
+
+
+class _WindowKeys(dict):
+    """Feature names of `WindowFeatures` for tokens with ``m`` values each.
+
+    ``keys[m][left][right]`` is the tuple of names of the values of tokens
+    ``j - left .. j + right`` seen from token ``j``: prefixed by the offset (``"-1:"``,
+    ``"+2:"``, ...) except for the token's own values. Built on first use of each ``m``.
+    """
+
+    def __init__(self, window, word_names, column_names):
+        super().__init__()
+        self._window = window
+        self._word_names = word_names
+        self._column_names = column_names
+
+    def __missing__(self, m):
+        n_columns = (m - len(self._word_names)) // len(self._column_names)
+        own = list(self._word_names)
         for c in range(1, n_columns + 1):
-            names.append(f"col{c}")
-            names += [f"col{c}[:{k}]" for k in self._column_prefixes]
-        by_offset = {0: tuple(names)}
-        for offset in self._offsets:
-            by_offset[offset] = tuple(f"{offset:+d}:{name}" for name in names)
-        self[n_values] = by_offset
-        return by_offset
+            own += [f"col{c}{suffix}" for suffix in self._column_names]
+        window = self._window
+        named = {
+            offset: [f"{offset:+d}:{name}" for name in own] if offset else own
+            for offset in range(-window, window + 1)
+        }
+        keys = self[m] = [
+            [
+                tuple(name for offset in range(-left, right + 1) for name in named[offset])
+                for right in range(window + 1)
+            ]
+            for left in range(window + 1)
+        ]
+        return keys

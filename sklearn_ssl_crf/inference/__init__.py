@@ -8,4 +8,11 @@ what the estimators use.
 from .batching import ChainLayout
 from .chain import Workspace, chain_lattice, forward_backward, viterbi, viterbi_batch
 
-__all__ = ["forward_backward", "viterbi", "chain_lattice", "viterbi_batch", "ChainLayout", "Workspace"]
+__all__ = [
+    "forward_backward",
+    "viterbi",
+    "chain_lattice",
+    "viterbi_batch",
+    "ChainLayout",
+    "Workspace",
+]

@@ -1,0 +1,573 @@
+"""Tests of `sklearn_ssl_crf.featurize`: SequenceVectorizer and WindowFeatures."""
+
+import copy
+import doctest
+import importlib.util
+import pickle
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.pipeline import make_pipeline
+
+from sklearn_ssl_crf import featurize
+from sklearn_ssl_crf.datasets import load_conll2000
+from sklearn_ssl_crf.featurize import SequenceVectorizer, WindowFeatures
+from sklearn_ssl_crf.sequences import SequenceMatrix
+
+# One token of every value type python-crfsuite accepts, with the attributes it must give.
+RICH_TOKEN = {
+    "w": "a",
+    "b": "été".encode("utf-8"),
+    "t": True,
+    "f": False,
+    "x": 0.5,
+    "n": 3,
+    "d": {"e": "f", "g": {"h": 2.0}, "i": True, "j": False, "l": ["p", "q"]},
+    "l": ["u", "v"],
+    "s": {"z", "y"},
+    b"k": "v",
+}
+RICH_ATTRIBUTES = {
+    "w:a": 1.0,
+    "b:été": 1.0,
+    "t": 1.0,
+    "x": 0.5,
+    "n": 3.0,
+    "d:e:f": 1.0,
+    "d:g:h": 2.0,
+    "d:i": 1.0,
+    "d:l:p": 1.0,
+    "d:l:q": 1.0,
+    "l:u": 1.0,
+    "l:v": 1.0,
+    "s:y": 1.0,
+    "s:z": 1.0,
+    "k:v": 1.0,
+}
+RICH_SEQUENCES = [[RICH_TOKEN, {}, ["m", "n"], ("o",)], [], [{"w": "b", "bias": 1.0}]]
+RICH_EXPECTED = [[RICH_ATTRIBUTES, {}, {"m": 1.0, "n": 1.0}, {"o": 1.0}], [],
+                 [{"w:b": 1.0, "bias": 1.0}]]
+
+
+def row_dicts(Xs):
+    """Per sequence, per token, the dict of attribute name -> stored weight."""
+    names = Xs.feature_names
+    sequences = []
+    for rows in Xs:
+        rows = rows.tocsr()
+        sequences.append([
+            {names[j]: w for j, w in zip(rows.indices[rows.indptr[t]:rows.indptr[t + 1]],
+                                         rows.data[rows.indptr[t]:rows.indptr[t + 1]])}
+            for t in range(rows.shape[0])
+        ])
+    return sequences
+
+
+def nonzero(d):
+    return {k: v for k, v in d.items() if v != 0}
+
+
+def random_corpus(rng, n_sequences=30, max_length=8):
+    """Flat token dicts of str, bool, float, int and list-of-str values."""
+    words = [f"w{i}" for i in range(12)]
+    corpus = []
+    for _ in range(n_sequences):
+        sequence = []
+        for _ in range(rng.integers(0, max_length + 1)):
+            token = {"word": str(rng.choice(words)), "bias": 1.0}
+            if rng.random() < 0.7:
+                token["title"] = bool(rng.random() < 0.5)
+            if rng.random() < 0.5:
+                token["score"] = float(np.round(rng.normal(), 3))
+            if rng.random() < 0.3:
+                token["count"] = int(rng.integers(-3, 4))
+            if rng.random() < 0.4:
+                token["tags"] = [str(t) for t in rng.choice(words, size=2, replace=False)]
+            sequence.append(token)
+        corpus.append(sequence)
+    return corpus
+
+
+def load_benchmark_module():
+    """benchmarks/conll_features.py, for the tutorial features."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "conll_features.py"
+    spec = importlib.util.spec_from_file_location("conll_features", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def assert_same_sequences(A, B):
+    assert isinstance(A, SequenceMatrix) and isinstance(B, SequenceMatrix)
+    np.testing.assert_array_equal(A.offsets, B.offsets)
+    np.testing.assert_array_equal(A.feature_names, B.feature_names)
+    assert A.matrix.shape == B.matrix.shape
+    assert (A.matrix != B.matrix).nnz == 0
+
+
+# --- SequenceVectorizer: attribute names and weights -------------------------------------
+
+
+def test_exact_attributes_of_every_value_type():
+    Xs = SequenceVectorizer().fit_transform(RICH_SEQUENCES)
+    assert isinstance(Xs, SequenceMatrix)
+    assert Xs.matrix.dtype == np.float64 and sp.isspmatrix_csr(Xs.matrix)
+    np.testing.assert_array_equal(Xs.offsets, [0, 4, 4, 5])
+    assert row_dicts(Xs) == RICH_EXPECTED
+
+
+def test_attributes_match_python_crfsuite():
+    pycrfsuite = pytest.importorskip("pycrfsuite")
+    # python-crfsuite rejects tuple values, so compare without the tuple token's kind.
+    sequences = [[RICH_TOKEN, {}, ["m", "n"], {"z": {"y": {"x": 1.5}}, "c": ["a", "b"]}],
+                 [{"w": "b", "bias": 1.0}]]
+    ours = row_dicts(SequenceVectorizer().fit_transform(sequences))
+    for sequence, our_sequence in zip(sequences, ours):
+        theirs = pycrfsuite.ItemSequence(sequence).items()
+        # CRFsuite stores False as weight 0, which we leave out.
+        assert [nonzero(item) for item in theirs] == our_sequence
+
+
+def test_repeated_attribute_weights_add():
+    X = [[{"a": "b", "a:b": 2.0, "l": ["x", "x"]}, ["y", "y", "z"]]]
+    assert row_dicts(SequenceVectorizer().fit_transform(X)) == [
+        [{"a:b": 3.0, "l:x": 2.0}, {"y": 2.0, "z": 1.0}]
+    ]
+
+
+def test_rows_are_canonical():
+    X = [[{"b": "1", "a": "1", "l": ["z", "y", "z"]}, {"a": "1", "c": True}]]
+    matrix = SequenceVectorizer().fit_transform(X).matrix
+    assert matrix.has_sorted_indices and matrix.has_canonical_format
+
+
+def test_numpy_scalars_and_mapping_tokens():
+    X = [[{"f": np.float32(0.25), "i": np.int64(-2), "t": np.bool_(True), "u": np.bool_(False),
+           "s": np.str_("v")},
+          OrderedDict(a="b", n=4)]]
+    assert row_dicts(SequenceVectorizer().fit_transform(X)) == [
+        [{"f": 0.25, "i": -2.0, "t": 1.0, "s:v": 1.0}, {"a:b": 1.0, "n": 4.0}]
+    ]
+
+
+def test_zero_weights_are_stored_as_explicit_zeros():
+    Xs = SequenceVectorizer().fit_transform([[{"z": 0.0, "i": 0}]])
+    assert list(Xs.feature_names) == ["z", "i"]
+    assert Xs.matrix.nnz == 2 and not Xs.matrix.data.any()
+
+
+def test_matches_dict_vectorizer_on_flat_dicts():
+    X = random_corpus(np.random.default_rng(0), n_sequences=60)
+    flat = [token for sequence in X for token in sequence]
+    Xs = SequenceVectorizer().fit_transform(X)
+    dv = DictVectorizer(separator=":")
+    D = dv.fit_transform(flat).toarray()
+    dv_names = list(dv.get_feature_names_out())
+    ours = Xs.matrix.toarray()
+    assert set(Xs.feature_names) <= set(dv_names)
+    for j, name in enumerate(Xs.feature_names):
+        np.testing.assert_array_equal(ours[:, j], D[:, dv_names.index(name)], err_msg=name)
+    # DictVectorizer also keeps attributes that are only ever False (all zeros).
+    missing = [dv_names.index(n) for n in dv_names if n not in set(Xs.feature_names)]
+    assert not D[:, missing].any()
+
+
+def test_matches_dict_vectorizer_on_conll2000(shared_data):
+    bench = load_benchmark_module()
+    train = load_conll2000(shared_data / "conll2000")["train"][0][:600]
+    X = [bench.sentence_features(sentence) for sentence in train]
+    flat = [token for sequence in X for token in sequence]
+    Xs = SequenceVectorizer().fit_transform(X)
+    dv = DictVectorizer(separator=":")
+    D = dv.fit_transform(flat).tocsc()
+    columns = [dv.vocabulary_[name] for name in Xs.feature_names]
+    assert (D[:, columns] != Xs.matrix).nnz == 0
+    np.testing.assert_array_equal(Xs.lengths, [len(s) for s in train])
+
+
+# --- SequenceVectorizer: vocabulary ----------------------------------------------------
+
+
+def test_feature_names_in_order_of_first_appearance():
+    X = [[{"b": "2", "a": True}, {"c": 1.5, "b": "1"}], [["z"], {"a": True, "b": "2"}]]
+    vec = SequenceVectorizer()
+    vec.fit(X)
+    expected = ["b:2", "a", "c", "b:1", "z"]
+    out = vec.get_feature_names_out()
+    assert isinstance(out, np.ndarray) and out.dtype == object
+    assert list(out) == expected
+    assert vec.feature_names_ == expected
+    assert vec.vocabulary_ == {name: j for j, name in enumerate(expected)}
+
+
+def test_set_elements_in_sorted_order():
+    # Set iteration order depends on string hashing; column order must not.
+    elements = {f"e{i:02d}" for i in range(20)}
+    vec = SequenceVectorizer().fit([[{"s": elements}, set(elements)]])
+    names = sorted(elements)
+    assert vec.feature_names_ == [f"s:{e}" for e in names] + names
+
+
+def test_false_only_attribute_gets_no_column():
+    vec = SequenceVectorizer().fit([[{"f": False, "g": True}]])
+    assert vec.feature_names_ == ["g"]
+    Xs = vec.transform([[{"f": True, "g": True}]])
+    assert row_dicts(Xs) == [[{"g": 1.0}]]
+
+
+@pytest.mark.parametrize("min_freq, kept", [
+    (0, ["a:x", "b", "c", "d:y"]),
+    (0.5, ["a:x", "b", "c", "d:y"]),
+    (1, ["a:x", "b", "d:y"]),
+    (2, ["b"]),
+    (3, []),
+])
+def test_min_freq_boundary(min_freq, kept):
+    # Tokens containing each attribute: a:x 2, b 3, c 1, d:y 2 (twice in one token).
+    X = [[{"a": "x", "b": True}, {"a": "x", "b": 1.0, "c": 2.0}],
+         [{"b": True, "d": ["y", "y"]}, {"d": ["y"]}]]
+    vec = SequenceVectorizer(min_freq=min_freq)
+    Xs = vec.fit_transform(X)
+    assert vec.feature_names_ == kept
+    assert list(Xs.feature_names) == kept
+    expected = [[{k: v for k, v in token.items() if k in kept} for token in sequence]
+                for sequence in row_dicts(SequenceVectorizer().fit_transform(X))]
+    assert row_dicts(Xs) == expected
+    # transform reuses lookups made during fit: dropped attributes must stay dropped.
+    assert_same_sequences(vec.transform(X), Xs)
+
+
+@pytest.mark.parametrize("min_freq", [-1, "2", None, True, float("nan")])
+def test_invalid_min_freq(min_freq):
+    with pytest.raises(ValueError, match="min_freq"):
+        SequenceVectorizer(min_freq=min_freq).fit([[{"a": "b"}]])
+
+
+def test_unseen_attributes_dropped_at_transform():
+    vec = SequenceVectorizer().fit([[{"w": "a", "t": True, "x": 2.0}]])
+    Xs = vec.transform([[{"w": "zzz", "t": True, "new": 3.0, "x": 0.5, "n": {"e": "f"}},
+                         ["w:a", "unknown"]]])
+    assert Xs.n_features == 3
+    assert row_dicts(Xs) == [[{"t": 1.0, "x": 0.5}, {"w:a": 1.0}]]
+
+
+def test_fit_transform_equals_fit_then_transform():
+    X = random_corpus(np.random.default_rng(1))
+    vec = SequenceVectorizer()
+    Xs = vec.fit_transform(X)
+    assert_same_sequences(Xs, SequenceVectorizer().fit(X).transform(X))
+    assert_same_sequences(Xs, vec.transform(X))
+
+
+def test_transform_with_vocabulary_set_by_hand():
+    vec = SequenceVectorizer().fit([[{"w": "a"}]])
+    vec.vocabulary_ = {"w:b": 0, "t": 1}
+    vec.feature_names_ = ["w:b", "t"]
+    assert row_dicts(vec.transform([[{"w": "a", "t": True}, {"w": "b"}]])) == [
+        [{"t": 1.0}, {"w:b": 1.0}]
+    ]
+
+
+def test_empty_inputs():
+    vec = SequenceVectorizer()
+    Xs = vec.fit_transform([])
+    assert len(Xs) == 0 and Xs.matrix.shape == (0, 0)
+    assert vec.get_feature_names_out().shape == (0,)
+    Xs = vec.fit_transform([[], [{}], []])
+    np.testing.assert_array_equal(Xs.offsets, [0, 0, 1, 1])
+    assert Xs.matrix.shape == (1, 0)
+    assert len(SequenceVectorizer().fit([[{"a": "b"}]]).transform([])) == 0
+
+
+def test_any_iterable_of_sequences():
+    X = random_corpus(np.random.default_rng(2))
+    expected = SequenceVectorizer().fit_transform(X)
+    as_tuples = (tuple(sequence) for sequence in X)
+    assert_same_sequences(SequenceVectorizer().fit_transform(as_tuples), expected)
+
+
+def test_input_not_modified():
+    X = [[RICH_TOKEN, {}, ["m", "n"]], [{"w": "b", "bias": 1.0}]] + random_corpus(
+        np.random.default_rng(3))
+    before = copy.deepcopy(X)
+    vec = SequenceVectorizer(min_freq=1)
+    vec.fit_transform(X)
+    vec.transform(X)
+    assert X == before
+
+
+# --- SequenceVectorizer: errors --------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad, match", [
+    (float("nan"), r"sequence 1, token 2: attribute 'x' has the non-finite value nan"),
+    (float("inf"), r"sequence 1, token 2: attribute 'x' has the non-finite value inf"),
+    (np.float64("-inf"), r"sequence 1, token 2: attribute 'x' has the non-finite value"),
+    ({"y": float("nan")}, r"sequence 1, token 2: attribute 'x:y' has the non-finite"),
+])
+def test_non_finite_values(bad, match):
+    X = [[{"a": "b"}], [{"a": "b"}, {}, {"a": "c", "x": bad}]]
+    with pytest.raises(ValueError, match=match):
+        SequenceVectorizer().fit(X)
+
+
+@pytest.mark.parametrize("token, match", [
+    ({3: "v"}, r"token 1: attribute key 3 has type int; keys must be str"),
+    ({3: True}, r"attribute key 3 has type int"),
+    ({3: False}, r"attribute key 3 has type int"),
+    ({3: 2.0}, r"attribute key 3 has type int"),
+    ({(1,): [1]}, r"attribute key \(1,\) has type tuple"),
+    ({"k": None}, r"token 1: attribute 'k' has a value of type NoneType"),
+    ({"k": object()}, r"attribute 'k' has a value of type object"),
+    ({"k": {"j": None}}, r"attribute 'k:j' has a value of type NoneType"),
+    ({"k": ["a", 1]}, r"the value of 'k' contains a int"),
+    (["a", None], r"the token contains a NoneType"),
+    ("word", r"token 1: the token is a str, 'word'; a token must be a dict"),
+    (42, r"the token is a int"),
+])
+def test_bad_tokens(token, match):
+    with pytest.raises(TypeError, match=match):
+        SequenceVectorizer().fit([[{"a": "b"}, token]])
+
+
+def test_bad_key_detected_at_transform():
+    vec = SequenceVectorizer().fit([[{"a": "b", "t": True}]])
+    with pytest.raises(TypeError, match=r"sequence 0, token 0: attribute key 1 has type int"):
+        vec.transform([[{1: True}]])
+
+
+@pytest.mark.parametrize("X, match", [
+    ("some text", r"X must be a list of sequences of tokens, got str"),
+    (b"bytes", r"X must be a list of sequences of tokens, got bytes"),
+    ({"a": "b"}, r"got a dict"),
+    (5, r"got int"),
+    (["a sentence"], r"sequence 0 is a str, not a list of tokens"),
+    ([[{"a": "b"}], {"a": "b"}], r"sequence 1 is a dict"),
+    ([[{"a": "b"}], 3], r"sequence 1 is a int"),
+])
+def test_bad_corpus(X, match):
+    with pytest.raises(TypeError, match=match):
+        SequenceVectorizer().fit_transform(X)
+    with pytest.raises(TypeError, match=match):
+        SequenceVectorizer().fit([[{"a": "b"}]]).transform(X)
+
+
+def test_transform_before_fit():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        SequenceVectorizer().transform([[{"a": "b"}]])
+
+
+# --- SequenceVectorizer: scikit-learn protocol ----------------------------------------
+
+
+def test_clone_and_params():
+    vec = SequenceVectorizer(min_freq=2).fit([[{"a": "b"}]])
+    cloned = clone(vec)
+    assert cloned.get_params() == {"min_freq": 2}
+    assert not hasattr(cloned, "vocabulary_")
+
+
+def test_pickle_round_trip():
+    X = random_corpus(np.random.default_rng(4))
+    vec = SequenceVectorizer(min_freq=1).fit(X)
+    data = pickle.dumps(vec)
+    loaded = pickle.loads(data)
+    assert loaded.vocabulary_ == vec.vocabulary_
+    assert "_column_cache" not in vec.__getstate__()  # derived data is not stored
+    assert hasattr(vec, "_column_cache")  # ... and the live object keeps it
+    X_new = random_corpus(np.random.default_rng(5))
+    assert_same_sequences(loaded.transform(X_new), vec.transform(X_new))
+    assert_same_sequences(copy.deepcopy(vec).transform(X_new), vec.transform(X_new))
+
+
+def test_docstring_examples():
+    result = doctest.testmod(featurize, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 6 and result.failed == 0
+
+
+# --- SequenceVectorizer: property test -------------------------------------------------
+
+_keys = st.sampled_from(["a", "b", "c", "a:b", "é"])
+_names = st.text(alphabet="xyz:é", min_size=0, max_size=3)
+_values = st.one_of(
+    _names,
+    st.booleans(),
+    st.floats(min_value=-1e6, max_value=1e6, allow_nan=False),
+    st.integers(min_value=-5, max_value=5),
+    st.lists(_names, max_size=3),
+    st.dictionaries(_keys, st.one_of(_names, st.booleans(), st.integers(-3, 3)), max_size=2),
+)
+_tokens = st.one_of(st.dictionaries(_keys, _values, max_size=5), st.lists(_names, max_size=3))
+
+
+def reference_attributes(token):
+    """The python-crfsuite attributes of a token, summed, written independently."""
+    out = {}
+
+    def put(name, weight):
+        out[name] = out.get(name, 0.0) + weight
+
+    def walk(prefix, value):
+        if isinstance(value, str):
+            put(f"{prefix}:{value}", 1.0)
+        elif isinstance(value, bool):
+            if value:
+                put(prefix, 1.0)
+        elif isinstance(value, (int, float)):
+            put(prefix, float(value))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}:{k}", v)
+        else:
+            for element in value:
+                put(f"{prefix}:{element}", 1.0)
+
+    if isinstance(token, dict):
+        for key, value in token.items():
+            walk(key, value)
+    else:
+        for name in token:
+            put(name, 1.0)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_tokens, max_size=4), max_size=4))
+def test_property_rows_reconstruct_attributes(X):
+    Xs = SequenceVectorizer().fit_transform(X)
+    assert Xs.lengths.tolist() == [len(sequence) for sequence in X]
+    got = row_dicts(Xs)
+    for sequence, got_sequence in zip(X, got):
+        for token, row in zip(sequence, got_sequence):
+            assert nonzero(row) == pytest.approx(nonzero(reference_attributes(token)))
+    assert_same_sequences(SequenceVectorizer().fit(X).transform(X), Xs)
+
+
+# --- WindowFeatures --------------------------------------------------------------------
+
+
+def test_window_features_words_only():
+    X = WindowFeatures(suffixes=(2,), prefixes=(1,)).fit_transform([["The", "X-2", "ran"]])
+
+    def own(prefix, lower, suffix, first, flags):
+        names = ["word.lower", "word[-2:]", "word[:1]", "word.isupper", "word.istitle",
+                 "word.isdigit", "word.has_hyphen", "word.has_digit"]
+        return {prefix + n: v for n, v in zip(names, [lower, suffix, first, *flags])}
+
+    the = ("the", "he", "T", (False, True, False, False, False))
+    x2 = ("x-2", "-2", "X", (True, True, False, True, True))  # "X-2".istitle() is True
+    ran = ("ran", "an", "r", (False, False, False, False, False))
+    assert X == [[
+        {"bias": 1.0, **own("", *the), **own("+1:", *x2), "BOS": True},
+        {"bias": 1.0, **own("-1:", *the), **own("", *x2), **own("+1:", *ran)},
+        {"bias": 1.0, **own("-1:", *x2), **own("", *ran), "EOS": True},
+    ]]
+
+
+def test_window_features_with_pos_column():
+    wf = WindowFeatures(suffixes=(3,), word_shape=False, column_prefixes=(1, 2))
+    X = wf.fit_transform([[("He", "PRP"), ("ran", "VBD"), ["home", "NN"]]])
+    assert X == [[
+        {"bias": 1.0, "word.lower": "he", "word[-3:]": "He", "col1": "PRP", "col1[:1]": "P",
+         "col1[:2]": "PR", "+1:word.lower": "ran", "+1:word[-3:]": "ran", "+1:col1": "VBD",
+         "+1:col1[:1]": "V", "+1:col1[:2]": "VB", "BOS": True},
+        {"bias": 1.0, "-1:word.lower": "he", "-1:word[-3:]": "He", "-1:col1": "PRP",
+         "-1:col1[:1]": "P", "-1:col1[:2]": "PR", "word.lower": "ran", "word[-3:]": "ran",
+         "col1": "VBD", "col1[:1]": "V", "col1[:2]": "VB", "+1:word.lower": "home",
+         "+1:word[-3:]": "ome", "+1:col1": "NN", "+1:col1[:1]": "N", "+1:col1[:2]": "NN"},
+        {"bias": 1.0, "-1:word.lower": "ran", "-1:word[-3:]": "ran", "-1:col1": "VBD",
+         "-1:col1[:1]": "V", "-1:col1[:2]": "VB", "word.lower": "home", "word[-3:]": "ome",
+         "col1": "NN", "col1[:1]": "N", "col1[:2]": "NN", "EOS": True},
+    ]]
+
+
+def test_window_features_wide_window_and_edges():
+    sentence = [("a", "A", "x"), ("b", "B", "y"), ("c", "C", "z")]
+    wf = WindowFeatures(window=2, suffixes=(), word_shape=False, column_prefixes=(),
+                        bos_eos=False)
+    X = wf.transform([sentence, sentence[:1], []])
+    assert X[1:] == [[{"bias": 1.0, "word.lower": "a", "col1": "A", "col2": "x"}], []]
+    assert X[0][0] == {
+        "bias": 1.0, "word.lower": "a", "col1": "A", "col2": "x",
+        "+1:word.lower": "b", "+1:col1": "B", "+1:col2": "y",
+        "+2:word.lower": "c", "+2:col1": "C", "+2:col2": "z",
+    }
+    assert set(X[0][1]) == {"bias", "-1:word.lower", "-1:col1", "-1:col2", "word.lower",
+                            "col1", "col2", "+1:word.lower", "+1:col1", "+1:col2"}
+    assert X[0][2]["-2:col2"] == "x" and "+1:col1" not in X[0][2]
+
+
+def test_window_features_feed_the_vectorizer():
+    X = [["The", "dog", "barks"], ["Dogs", "bark"]]
+    pipe = make_pipeline(WindowFeatures(), SequenceVectorizer())
+    Xs = pipe.fit_transform(X)
+    assert Xs.lengths.tolist() == [3, 2]
+    assert "word.lower:dog" in Xs.feature_names and "+1:word.lower:bark" in Xs.feature_names
+    assert "word.isdigit" not in Xs.feature_names  # always False
+
+
+def test_window_features_accepts_str_subclasses():
+    tokens = np.array([["Dogs", "NNS"], ["bark", "VBP"]])
+    X = WindowFeatures().transform([[tuple(t) for t in tokens], list(tokens[:, 0])])
+    expected = WindowFeatures().transform([[("Dogs", "NNS"), ("bark", "VBP")], ["Dogs", "bark"]])
+    assert X == expected
+    assert all(type(v) in (str, bool, float) for s in X for t in s for v in t.values())
+
+
+def test_window_features_does_not_modify_input():
+    X = [[("He", "PRP"), ["ran", "VBD"]], ["Oslo"]]
+    before = copy.deepcopy(X)
+    WindowFeatures().transform(X)
+    assert X == before
+
+
+@pytest.mark.parametrize("sequence, match", [
+    ([3], r"sequence 0, token 0: a token must be a word \(str\) or a non-empty tuple"),
+    (["ok", None], r"sequence 0, token 1: .* got None"),
+    (["ok", ()], r"token 1: .* got \(\)"),
+    (["ok", ("a", 1)], r"token 1: .* got \('a', 1\)"),
+    ([["a", ["b"]]], r"token 0: .* got \['a', \['b'\]\]"),
+])
+def test_window_features_bad_tokens(sequence, match):
+    with pytest.raises(TypeError, match=match):
+        WindowFeatures().transform([sequence])
+
+
+def test_window_features_ragged_columns():
+    with pytest.raises(ValueError, match="sequence 0: tokens with different numbers of"):
+        WindowFeatures().transform([[("a", "DT"), "b"]])
+
+
+def test_window_features_bad_corpus():
+    with pytest.raises(TypeError, match="sequence 0 is a str"):
+        WindowFeatures().transform(["a sentence"])
+    with pytest.raises(TypeError, match="got str"):
+        WindowFeatures().transform("a sentence")
+
+
+@pytest.mark.parametrize("params", [
+    {"window": -1}, {"window": 1.5}, {"suffixes": (0,)}, {"prefixes": ("2",)},
+    {"column_prefixes": (-1,)},
+])
+def test_window_features_bad_params(params):
+    with pytest.raises(ValueError, match=next(iter(params))):
+        WindowFeatures(**params).fit([["a"]])
+
+
+def test_window_features_is_stateless():
+    wf = WindowFeatures(window=2, suffixes=(1,))
+    assert clone(wf).get_params() == wf.get_params()
+    assert wf.__sklearn_tags__().requires_fit is False
+    before = dict(wf.__dict__)
+    assert wf.fit([["a"]]) is wf
+    assert wf.__dict__ == before
+    assert wf.transform([["Ab"]]) == WindowFeatures(window=2, suffixes=(1,)).transform([["Ab"]])
