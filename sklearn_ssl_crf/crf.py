@@ -230,12 +230,13 @@ class CRF(BaseCRF):
 
 
 def _label_cooccurrence(chunk, n_labels):
-    """(attribute x label) sums of feature values over a chunk's tokens."""
+    """(attribute x label) sums of absolute feature values over a chunk's tokens: non-zero
+    where the attribute occurs with the label (absolute, so opposite values cannot cancel)."""
     indicators = sp.csr_matrix(
         (np.ones(chunk.n_tokens), (np.arange(chunk.n_tokens), chunk.labels)),
         shape=(chunk.n_tokens, n_labels),
     )
-    return (chunk.matrix.T @ indicators).toarray()
+    return (abs(chunk.matrix).T @ indicators).toarray()
 
 
 def _chunk_log_likelihood(chunk, workspace, state, transition):

@@ -435,3 +435,12 @@ def test_n_jobs_and_chunking_give_the_same_model():
         packing.CHUNK_TOKENS = original
     np.testing.assert_array_equal(threaded.state_weights_, sequential.state_weights_)
     np.testing.assert_allclose(threaded.state_weights_, reference.state_weights_, atol=1e-6)
+
+
+def test_all_possible_states_false_keeps_pairs_seen_together():
+    """A pair is a parameter iff the attribute occurs (non-zero) on a token of that label,
+    even when its values sum to zero."""
+    X = [[{"a": 1.0, "b": "x"}, {"a": -1.0}], [{"b": "y"}, {"c": 0.0}]]
+    y = [["P", "P"], ["Q", "P"]]
+    crf = CRF(c2=0.1, all_possible_states=False).fit(X, y)
+    assert set(crf.state_features_) == {("a", "P"), ("b:x", "P"), ("b:y", "Q")}
