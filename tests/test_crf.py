@@ -444,3 +444,20 @@ def test_all_possible_states_false_keeps_pairs_seen_together():
     y = [["P", "P"], ["Q", "P"]]
     crf = CRF(c2=0.1, all_possible_states=False).fit(X, y)
     assert set(crf.state_features_) == {("a", "P"), ("b:x", "P"), ("b:y", "Q")}
+
+
+def test_predictions_stay_finite_with_huge_weights_and_long_sequences():
+    """Weights scaled by 1000 push potential gaps past exp's range (the kernels switch to log
+    space); a 10,000-token sequence runs through the same path."""
+    X, y = random_tagging_data(30)
+    crf = CRF(c2=0.1).fit(X, y)
+    viterbi_before = crf.predict(X)
+    crf.state_weights_ = crf.state_weights_ * 1000
+    crf.transition_weights_ = crf.transition_weights_ * 1000
+    long_sequence = [token for sequence in X for token in sequence] * 80
+    assert len(long_sequence) > 10_000
+    for marginals in crf.predict_marginals(X + [long_sequence]):
+        values = np.array([list(position.values()) for position in marginals])
+        assert np.isfinite(values).all()
+        np.testing.assert_allclose(values.sum(axis=1), 1.0, atol=1e-9)
+    assert crf.predict(X) == viterbi_before  # scaling all scores keeps the argmax
