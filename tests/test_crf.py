@@ -447,8 +447,8 @@ def test_all_possible_states_false_keeps_pairs_seen_together():
 
 
 def test_predictions_stay_finite_with_huge_weights_and_long_sequences():
-    """Weights scaled by 1000 push potential gaps past exp's range (the kernels switch to log
-    space); a 10,000-token sequence runs through the same path."""
+    """Weights scaled by 1000 (potentials thousands of nats apart) and a 10,000-token
+    sequence: marginals stay finite and normalised, Viterbi keeps its answer."""
     X, y = random_tagging_data(30)
     crf = CRF(c2=0.1).fit(X, y)
     viterbi_before = crf.predict(X)
@@ -461,3 +461,26 @@ def test_predictions_stay_finite_with_huge_weights_and_long_sequences():
         assert np.isfinite(values).all()
         np.testing.assert_allclose(values.sum(axis=1), 1.0, atol=1e-9)
     assert crf.predict(X) == viterbi_before  # scaling all scores keeps the argmax
+
+
+def test_marginals_exact_where_the_scaled_recursion_underflows():
+    """Potentials 900 nats apart make the scaled forward pass lose mass; the estimator's
+    marginals still equal brute-force enumeration (through the log-space recursion)."""
+    import itertools
+
+    from scipy.special import logsumexp
+
+    X = [sp.identity(3, format="csr")]  # attribute t fires at position t only
+    crf = CRF().fit(X, [["a", "b", "a"]])
+    unary = np.array([[0.0, 900.0], [900.0, 0.0], [0.0, 0.0]])
+    transition = np.array([[0.0, 900.0], [-900.0, 0.0]])
+    crf.state_weights_, crf.transition_weights_ = unary, transition
+    paths = np.array(list(itertools.product(range(2), repeat=3)))
+    scores = unary[np.arange(3), paths].sum(axis=1) + transition[paths[:, :-1],
+                                                                 paths[:, 1:]].sum(axis=1)
+    p = np.exp(scores - logsumexp(scores))
+    expected = np.array([[p[paths[:, t] == k].sum() for k in range(2)] for t in range(3)])
+    got = np.array([[m["a"], m["b"]] for m in crf.predict_marginals(X)[0]])
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+    best = paths[scores.argmax()]
+    assert crf.predict(X)[0] == [crf.classes_[k] for k in best]

@@ -139,8 +139,8 @@ def chain_lattice(unary, transition, layout, workspace=None):
         ``edge_marginal_sum()`` (S, S) summed over all positions and chains, and
         ``edge_marginals()`` (rows of positions >= 1, S, S), row ``k`` the edge into packed
         row ``layout.block_starts[1] + k``.
-        The scaled (probability-space) recursion is used unless ``exp`` underflows because
-        some potentials are hundreds of nats weaker than others; then log space is.
+        The scaled (probability-space) recursion is used unless some potentials are hundreds
+        of nats apart, so that underflow could change the result; then log space is.
     """
     lattice = ScaledLattice(unary, transition, layout, workspace or Workspace())
     if lattice.is_exact:
@@ -148,12 +148,18 @@ def chain_lattice(unary, transition, layout, workspace=None):
     return LogSpaceLattice(unary, transition, layout)
 
 
+# Smallest normaliser accepted by the scaled recursion (see `ScaledLattice`).
+_MIN_SCALE = 1e-280
+
+
 class ScaledLattice:
     """Forward-backward in probability space, renormalised at every position.
 
     ``alpha`` rows are p(y_t | x_1..t) up to the potentials' shift, ``scale`` their
     normalisers, and ``beta`` is scaled so that ``alpha * beta`` is the node marginal.
-    Several times faster than log-sum-exp, and exact while no normaliser underflows.
+    Several times faster than log-sum-exp; ``is_exact`` is False (and log space is used) when
+    some normaliser is so small that values lost to underflow could matter, or ``beta``
+    overflowed.
     """
 
     def __init__(self, unary, transition, layout, workspace):
@@ -178,7 +184,9 @@ class ScaledLattice:
                 scale[rows] = current.sum(axis=1)
                 np.divide(current, scale[rows, None], out=alpha[rows])
 
-        self.is_exact = bool(np.all(scale > 0) and np.all(np.isfinite(scale)))
+        # Terms lost to underflow are below 5e-324; with every normaliser above _MIN_SCALE
+        # they are negligible (relative error < 1e-43). Otherwise log space takes over.
+        self.is_exact = bool(np.all(scale > _MIN_SCALE) and np.all(np.isfinite(scale)))
         if not self.is_exact:
             return
         # weighted = emission * beta / scale: the factor shared by the backward step and the
@@ -202,6 +210,8 @@ class ScaledLattice:
             # Chains whose last position is t - 1 start the backward pass there.
             beta[continuing.stop:layout.block(t - 1).stop] = 1.0
         self._edge_sum = edge_sum * exp_transition
+        # beta can overflow only for labels whose forward mass underflowed to 0.
+        self.is_exact = bool(np.isfinite(beta).all())
 
         self.layout = layout
         self.alpha, self.beta, self.weighted = alpha, beta, weighted
