@@ -172,7 +172,7 @@ class ScaledLattice:
 
         alpha = workspace.array("alpha", unary.shape)
         scale = workspace.array("scale", unary.shape[:1])
-        # A zero normaliser means exp underflowed; it is detected below, not warned about.
+        # Underflowing normalisers are detected below (log space then takes over), not warned.
         with np.errstate(divide="ignore", invalid="ignore"):
             for t, size in enumerate(layout.batch_sizes):
                 rows = layout.block(t)
