@@ -198,7 +198,8 @@ def test_chain_layout():
             assert layout.order[row] == offsets[sequence] + t
             assert layout.row_slots[row] == slot
             if t:
-                previous = layout.previous_rows[row - layout.block_starts[1]]
+                # The same chain's row at t - 1 sits at the same slot of the previous block.
+                previous = layout.block_starts[t - 1] + slot
                 assert layout.order[previous] == offsets[sequence] + t - 1
     assert sorted(layout.order.tolist()) == list(range(lengths.sum()))
     np.testing.assert_array_equal(layout.per_sequence_sum(np.ones(layout.n_rows)), lengths)

@@ -1,16 +1,27 @@
 """Inference kernels for linear-chain CRFs, on potentials only (no features, no estimators).
 
-Single-chain functions (`forward_backward`, `viterbi`) are for users and tests; the batched
+Single-chain functions (`forward_backward`, `viterbi`, `sequence_entropy`, `entropy_gradient`,
+`subsequence_entropy`, `additive_expectation`) are for users and tests; the batched
 ones (`chain_lattice`, `viterbi_batch`) run over many chains packed in a `ChainLayout` and are
 what the estimators use.
 """
 
 from .batching import ChainLayout
 from .chain import Workspace, chain_lattice, forward_backward, viterbi, viterbi_batch
+from .entropy import (
+    additive_expectation,
+    entropy_gradient,
+    sequence_entropy,
+    subsequence_entropy,
+)
 
 __all__ = [
     "forward_backward",
     "viterbi",
+    "sequence_entropy",
+    "entropy_gradient",
+    "subsequence_entropy",
+    "additive_expectation",
     "chain_lattice",
     "viterbi_batch",
     "ChainLayout",

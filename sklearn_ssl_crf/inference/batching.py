@@ -31,9 +31,6 @@ class ChainLayout:
         Rows ``block_starts[t]:block_starts[t] + batch_sizes[t]`` are position ``t``.
     order : ndarray of int64 of shape (n_rows,)
         Packed row ``r`` is token ``order[r]`` of the sequences laid end to end.
-    previous_rows : ndarray of int64 of shape (n_rows - n_chains,)
-        For the rows of positions ``t >= 1`` (rows ``block_starts[1]:``), the row of the same
-        chain at ``t - 1``.
     row_slots : ndarray of int64 of shape (n_rows,)
         Batch slot of every row.
     """
@@ -53,9 +50,6 @@ class ChainLayout:
         self.row_slots = np.arange(self.n_rows) - self.block_starts[positions]
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         self.order = offsets[self.sequence_order][self.row_slots] + positions
-        later = positions >= 1
-        self.previous_rows = (self.block_starts[positions[later] - 1]
-                              + self.row_slots[later])
 
     @property
     def max_length(self):

@@ -213,7 +213,7 @@ class ScaledLattice:
         # beta can overflow only for labels whose forward mass underflowed to 0.
         self.is_exact = bool(np.isfinite(beta).all())
 
-        self.layout = layout
+        self.layout, self.unary_shape = layout, unary.shape
         self.alpha, self.beta, self.weighted = alpha, beta, weighted
         self.exp_transition = exp_transition
         self.log_z = (layout.per_sequence_sum(np.log(scale) + row_max)
@@ -227,10 +227,15 @@ class ScaledLattice:
     def edge_marginal_sum(self):
         return self._edge_sum
 
+    def edge_block(self, t):
+        """``p(y_{t-1} = i, y_t = j | x)`` for the chains at position ``t >= 1``:
+        shape (batch_sizes[t], S, S)."""
+        previous = self.alpha[self.layout.block(t - 1, self.layout.batch_sizes[t])]
+        return (previous[:, :, None] * self.exp_transition
+                * self.weighted[self.layout.block(t)][:, None, :])
+
     def edge_marginals(self):
-        later = self.weighted[self.layout.block_starts[1]:]
-        previous = self.alpha[self.layout.previous_rows]
-        return previous[:, :, None] * self.exp_transition * later[:, None, :]
+        return _stack_edge_blocks(self)
 
 
 class LogSpaceLattice:
@@ -260,6 +265,7 @@ class LogSpaceLattice:
         self.log_z[layout.sequence_order[slots]] = logsumexp(
             log_alpha[layout.block_starts[ends[slots]] + slots], axis=1)
         self.layout, self.unary, self.transition = layout, unary, transition
+        self.unary_shape = unary.shape
         self.log_alpha, self.log_beta = log_alpha, log_beta
         self.row_log_z = self.log_z[layout.sequence_order][layout.row_slots]
 
@@ -269,14 +275,22 @@ class LogSpaceLattice:
     def edge_marginal_sum(self):
         return self.edge_marginals().sum(axis=0)
 
+    def edge_block(self, t):
+        rows = self.layout.block(t)
+        previous = self.log_alpha[self.layout.block(t - 1, self.layout.batch_sizes[t])]
+        return np.exp(previous[:, :, None] + self.transition
+                      + (self.unary[rows] + self.log_beta[rows])[:, None, :]
+                      - self.row_log_z[rows, None, None])
+
     def edge_marginals(self):
-        later = slice(self.layout.block_starts[1], None)
-        return np.exp(
-            self.log_alpha[self.layout.previous_rows][:, :, None]
-            + self.transition
-            + (self.unary[later] + self.log_beta[later])[:, None, :]
-            - self.row_log_z[later, None, None]
-        )
+        return _stack_edge_blocks(self)
+
+
+def _stack_edge_blocks(lattice):
+    """All edge marginals, row ``k`` the edge into packed row ``block_starts[1] + k``."""
+    n_labels = lattice.unary_shape[1]
+    blocks = [lattice.edge_block(t) for t in range(1, lattice.layout.max_length)]
+    return np.concatenate(blocks) if blocks else np.zeros((0, n_labels, n_labels))
 
 
 def viterbi_batch(unary, transition, layout):

@@ -1,0 +1,259 @@
+"""Entropies of linear chains and their gradients in O(n S^2), after Mann & McCallum (2007).
+
+Mann & McCallum's entropy lattices H^alpha and H^beta (their §4) are conditional expectations
+of ``log p(y)``, an *additive* function of the labels, given one label. This module writes
+those recursions once for any additive function
+
+    g(y) = sum_t a[t, y_t] + sum_{t>=1} b[y_{t-1}, y_t],
+
+giving ``E[g]`` and its gradient with respect to the potentials, ``Cov(g, F)`` with ``F`` the
+indicator features of the potentials (`additive_expectation`). The entropy gradient is the case
+``g = score`` (``log p = score - log Z``, and the constant does not change a covariance); the
+gradient of expected label counts (label proportions) is ``a[t, s] = c_s``, ``b = 0``.
+
+Forward, ``A_t(s) = E[sum of the terms up to t | y_t = s]``; backward,
+``B_t(s) = E[sum of the terms after t | y_t = s]``. A chain CRF's posterior is a Markov chain,
+so ``p(y_{t-1} | y_t, x)`` and ``p(y_{t+1} | y_t, x)`` carry the recursions, and
+``E[g | y_t = s] = A_t(s) + B_t(s)``. The same Markov property gives the entropy of any span
+of labels from per-position conditional entropies, ``H(Y_a..b) = H(Y_a) +
+sum_{a<t<=b} H(Y_t | Y_{t-1})``, in constant time per span with prefix sums (their §4-5).
+"""
+
+import numpy as np
+
+from .batching import ChainLayout
+from .chain import chain_lattice, check_potentials
+
+__all__ = [
+    "sequence_entropy",
+    "entropy_gradient",
+    "subsequence_entropy",
+    "additive_expectation",
+    "additive_expectation_batch",
+    "entropy_batch",
+    "position_entropies",
+]
+
+
+def sequence_entropy(unary, transition):
+    """Entropy ``H(Y | x)`` of a chain's label sequence, in nats.
+
+    Parameters
+    ----------
+    unary : array-like of shape (n, S)
+    transition : array-like of shape (S, S)
+
+    Returns
+    -------
+    entropy : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bool(np.isclose(sequence_entropy(np.zeros((3, 2)), np.zeros((2, 2))), 3 * np.log(2)))
+    True
+    """
+    unary, transition = check_potentials(unary, transition)
+    layout = ChainLayout([unary.shape[0]])
+    _, conditional = position_entropies(chain_lattice(unary, transition, layout))
+    return float(conditional.sum())
+
+
+def entropy_gradient(unary, transition):
+    """Gradient of ``sum_y p(y|x) log p(y|x)`` (the negative entropy) w.r.t. the potentials.
+
+    Computed with the entropy lattices in O(n S^2) (Mann & McCallum 2007, §3-4); it equals
+    Jiao et al.'s covariance form `covariance_entropy_gradient`.
+
+    Parameters
+    ----------
+    unary : array-like of shape (n, S)
+    transition : array-like of shape (S, S)
+
+    Returns
+    -------
+    d_unary : ndarray of shape (n, S)
+    d_transition : ndarray of shape (S, S)
+    """
+    unary, transition = check_potentials(unary, transition)
+    _, d_unary, d_transition = entropy_batch(unary, transition, ChainLayout([unary.shape[0]]))
+    return d_unary, d_transition
+
+
+def subsequence_entropy(unary, transition, start, stop):
+    """Joint entropy ``H(Y_start, ..., Y_{stop-1} | x)`` of a span of labels, in nats.
+
+    Parameters
+    ----------
+    unary : array-like of shape (n, S)
+    transition : array-like of shape (S, S)
+    start, stop : int
+        The span, ``0 <= start < stop <= n``.
+
+    Returns
+    -------
+    entropy : float
+    """
+    unary, transition = check_potentials(unary, transition)
+    n = unary.shape[0]
+    if not 0 <= start < stop <= n:
+        raise ValueError(f"need 0 <= start < stop <= {n}, got start={start}, stop={stop}")
+    node, conditional = position_entropies(
+        chain_lattice(unary, transition, ChainLayout([n])))
+    # One chain: packed row t is position t.
+    return float(node[start] + conditional[start + 1:stop].sum())
+
+
+def additive_expectation(unary, transition, unary_terms=None, transition_terms=None):
+    """Expectation of an additive function of the labels and its gradient.
+
+    For ``g(y) = sum_t unary_terms[t, y_t] + sum_{t>=1} transition_terms[y_{t-1}, y_t]``,
+    returns ``E_p[g]`` and its derivative with respect to the potentials with ``g`` held
+    fixed, ``Cov_p(g, F)``.
+
+    Parameters
+    ----------
+    unary, transition : array-like of shapes (n, S) and (S, S)
+        The chain's potentials.
+    unary_terms : array-like of shape (n, S), default=None
+    transition_terms : array-like of shape (S, S), default=None
+
+    Returns
+    -------
+    expectation : float
+    d_unary : ndarray of shape (n, S)
+    d_transition : ndarray of shape (S, S)
+    """
+    unary, transition = check_potentials(unary, transition)
+    layout = ChainLayout([unary.shape[0]])
+    expectation, d_unary, d_transition = additive_expectation_batch(
+        chain_lattice(unary, transition, layout),
+        None if unary_terms is None else np.asarray(unary_terms, dtype=np.float64),
+        None if transition_terms is None else np.asarray(transition_terms, dtype=np.float64),
+    )
+    return float(expectation[0]), d_unary, d_transition
+
+
+def entropy_batch(unary, transition, layout, workspace=None):
+    """Entropies of all chains of a layout and the gradient of their negative sum.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (layout.n_rows, S)
+    transition : ndarray of shape (S, S)
+    layout : ChainLayout
+    workspace : Workspace, default=None
+
+    Returns
+    -------
+    entropies : ndarray of shape (n_sequences,)
+        ``H(Y | x)`` of each sequence, input order.
+    d_unary : ndarray of shape (n_rows, S)
+        Gradient of ``sum_sequences sum_y p log p`` w.r.t. the unary potentials.
+    d_transition : ndarray of shape (S, S)
+    """
+    lattice = chain_lattice(unary, transition, layout, workspace)
+    _, conditional = position_entropies(lattice)
+    _, d_unary, d_transition = additive_expectation_batch(lattice, unary, transition)
+    return layout.per_sequence_sum(conditional), d_unary, d_transition
+
+
+def position_entropies(lattice):
+    """Per-row entropies from a lattice.
+
+    Returns
+    -------
+    node : ndarray of shape (n_rows,)
+        ``H(Y_t | x)`` of every row.
+    conditional : ndarray of shape (n_rows,)
+        ``H(Y_t | Y_{t-1}, x)`` for rows at positions ``t >= 1``, ``H(Y_0 | x)`` at ``t = 0``:
+        a chain's entropy is the sum of its rows, a span's is ``node`` at its first row plus
+        ``conditional`` over the rest.
+    """
+    layout = lattice.layout
+    node_marginals = lattice.node_marginals()
+    node = -_xlogx(node_marginals).sum(axis=1)
+    conditional = node.copy()
+    for t in range(1, layout.max_length):
+        # H(Y_t | Y_{t-1}) = H(Y_{t-1}, Y_t) - H(Y_{t-1})
+        joint = -_xlogx(lattice.edge_block(t)).sum(axis=(1, 2))
+        conditional[layout.block(t)] = joint - node[layout.block(t - 1, layout.batch_sizes[t])]
+    return node, conditional
+
+
+def additive_expectation_batch(lattice, unary_terms=None, transition_terms=None):
+    """`additive_expectation` for all chains of a lattice.
+
+    Parameters
+    ----------
+    lattice : ScaledLattice or LogSpaceLattice
+    unary_terms : ndarray of shape (n_rows, S), default=None
+    transition_terms : ndarray of shape (S, S), default=None
+
+    Returns
+    -------
+    expectation : ndarray of shape (n_sequences,)
+    d_unary : ndarray of shape (n_rows, S)
+    d_transition : ndarray of shape (S, S)
+    """
+    layout = lattice.layout
+    node = lattice.node_marginals()
+    n_rows, n_labels = node.shape
+    a = np.zeros((n_rows, n_labels)) if unary_terms is None else unary_terms
+    b = transition_terms
+    forward = np.empty((n_rows, n_labels))
+    backward = np.empty((n_rows, n_labels))
+    forward[layout.block(0)] = a[layout.block(0)]
+    for t in range(1, layout.max_length):
+        rows = layout.block(t)
+        previous = layout.block(t - 1, layout.batch_sizes[t])
+        # p(y_{t-1} = i | y_t = s): the edge marginal over the node marginal of y_t.
+        given_current = _conditional(lattice.edge_block(t), node[rows][:, None, :])
+        carried = forward[previous][:, :, None]
+        if b is not None:
+            carried = carried + b
+        forward[rows] = a[rows] + (given_current * carried).sum(axis=1)
+
+    last = layout.max_length - 1
+    backward[layout.block(last)] = 0.0
+    for t in range(last, 0, -1):
+        rows = layout.block(t)
+        previous = layout.block(t - 1, layout.batch_sizes[t])
+        # p(y_t = j | y_{t-1} = i): the edge marginal over the node marginal of y_{t-1}.
+        given_previous = _conditional(lattice.edge_block(t), node[previous][:, :, None])
+        ahead = (a[rows] + backward[rows])[:, None, :]
+        if b is not None:
+            ahead = ahead + b
+        backward[previous] = (given_previous * ahead).sum(axis=2)
+        backward[previous.stop:layout.block(t - 1).stop] = 0.0
+
+    first = layout.block(0)
+    slot_expectation = np.einsum("ns,ns->n", node[first], forward[first] + backward[first])
+    row_expectation = slot_expectation[layout.row_slots]
+    d_unary = node * (forward + backward - row_expectation[:, None])
+
+    d_transition = np.zeros((n_labels, n_labels))
+    for t in range(1, layout.max_length):
+        rows = layout.block(t)
+        previous = layout.block(t - 1, layout.batch_sizes[t])
+        edges = lattice.edge_block(t)
+        # E[g | y_{t-1}=i, y_t=j] - E[g] = A_{t-1}(i) + b(i, j) + a_t(j) + B_t(j) - E[g]
+        before = forward[previous] - row_expectation[rows][:, None]
+        d_transition += np.einsum("nij,ni->ij", edges, before)
+        d_transition += np.einsum("nij,nj->ij", edges, a[rows] + backward[rows])
+        if b is not None:
+            d_transition += b * edges.sum(axis=0)
+
+    expectation = np.zeros(layout.n_sequences)
+    expectation[layout.sequence_order[:layout.batch_sizes[0]]] = slot_expectation
+    return expectation, d_unary, d_transition
+
+
+def _conditional(joint, marginal):
+    """``joint / marginal``, 0 where the marginal is 0 (the joint is 0 there too)."""
+    return np.divide(joint, marginal, out=np.zeros_like(joint), where=marginal > 0)
+
+
+def _xlogx(p):
+    """``p * log(p)`` with ``0 log 0 = 0``."""
+    return p * np.log(np.where(p > 0, p, 1.0))
