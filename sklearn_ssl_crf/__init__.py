@@ -3,12 +3,15 @@
 from . import datasets, inference, metrics
 from .crf import CRF
 from .featurize import SequenceVectorizer, WindowFeatures
+from .semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
 from .sequences import SequenceMatrix
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "CRF",
+    "EntropyRegularizedCRF",
+    "SemiSupervisedCRF",
     "SequenceVectorizer",
     "WindowFeatures",
     "SequenceMatrix",

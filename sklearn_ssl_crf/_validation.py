@@ -9,6 +9,7 @@ from .sequences import SequenceMatrix
 
 __all__ = [
     "as_sequence_list",
+    "concatenate_inputs",
     "sequence_lengths",
     "select_sequences",
     "is_matrix_input",
@@ -28,6 +29,27 @@ def as_sequence_list(X, name="X"):
             f"per-sequence feature matrix) or a SequenceMatrix, got {type(X).__name__}"
         )
     return X if isinstance(X, list) else list(X)
+
+
+def concatenate_inputs(X, y, X_unlabeled):
+    """``X`` and ``y`` with the sequences of ``X_unlabeled`` appended as unlabelled
+    (``y[i] = None``), in the same kind of container."""
+    if X_unlabeled is None:
+        return X, y
+    X = as_sequence_list(X)
+    X_unlabeled = as_sequence_list(X_unlabeled, name="X_unlabeled")
+    if isinstance(y, (str, bytes, dict)) or not hasattr(y, "__len__"):
+        raise TypeError(f"y must be a list of label sequences, got {type(y).__name__}")
+    y = list(y) + [None] * len(X_unlabeled)
+    if isinstance(X, SequenceMatrix) or isinstance(X_unlabeled, SequenceMatrix):
+        first, second = (matrices_to_sequence_matrix(part) for part in (X, X_unlabeled))
+        if first.n_features != second.n_features:
+            raise ValueError(f"X has {first.n_features} attributes per token but X_unlabeled "
+                             f"has {second.n_features}")
+        offsets = np.concatenate([first.offsets, first.offsets[-1] + second.offsets[1:]])
+        merged = sp.vstack([first.matrix, second.matrix], format="csr")
+        return SequenceMatrix(merged, offsets, first.feature_names), y
+    return X + X_unlabeled, y
 
 
 def sequence_lengths(X):

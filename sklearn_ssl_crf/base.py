@@ -18,6 +18,8 @@ from ._validation import (
 )
 from .decoding import decode, posterior_marginals
 from .featurize import SequenceVectorizer
+from .inference import chain_lattice
+from .inference.entropy import position_entropies
 from .packing import PackedSequences
 
 __all__ = ["BaseCRF"]
@@ -162,6 +164,101 @@ class BaseCRF(BaseEstimator):
         predicted = chain.from_iterable(self.predict(select_sequences(X, labelled)))
         gold = list(chain.from_iterable(y[i] for i in labelled))
         return float(np.mean([p == g for p, g in zip(predicted, gold)]))
+
+    # -- uncertainty, for active learning ------------------------------------------------
+
+    def predict_entropy(self, X):
+        """Entropy ``H(Y | x)`` of each sequence's labels, in nats.
+
+        Parameters
+        ----------
+        X : list of sequences, list of feature matrices, or SequenceMatrix
+
+        Returns
+        -------
+        entropies : ndarray of shape (n_sequences,)
+        """
+        sequences, _, conditional = self._token_entropies(X)
+        return np.bincount(np.repeat(np.arange(len(sequences)), sequences.lengths),
+                           weights=conditional, minlength=len(sequences))
+
+    def predict_subsequence_entropy(self, X, spans):
+        """Joint entropy of the labels of given spans (Mann & McCallum 2007, §4-5).
+
+        Parameters
+        ----------
+        X : list of sequences, list of feature matrices, or SequenceMatrix
+        spans : list of lists of (start, stop)
+            ``spans[i]`` are spans of sequence ``i``, ``0 <= start < stop <= len(X[i])``.
+
+        Returns
+        -------
+        entropies : list of lists of float
+            ``H(Y_start, ..., Y_{stop-1} | x_i)`` for each span, in nats.
+        """
+        sequences, node, cumulative = self._span_entropy_tables(X)
+        if len(spans) != len(sequences):
+            raise ValueError(f"spans has {len(spans)} entries for {len(sequences)} sequences")
+        result = []
+        for i, sequence_spans in enumerate(spans):
+            offset, length = sequences.offsets[i], sequences.lengths[i]
+            entropies = []
+            for start, stop in sequence_spans:
+                if not 0 <= start < stop <= length:
+                    raise ValueError(f"span ({start}, {stop}) of sequence {i} is not within "
+                                     f"its {length} tokens")
+                first, last = offset + start, offset + stop - 1
+                entropies.append(float(node[first] + cumulative[last] - cumulative[first]))
+            result.append(entropies)
+        return result
+
+    def most_uncertain_spans(self, X, width):
+        """For each sequence, the span of ``width`` labels with the highest joint entropy.
+
+        Parameters
+        ----------
+        X : list of sequences, list of feature matrices, or SequenceMatrix
+        width : int
+            Span length; a shorter sequence gives the whole sequence.
+
+        Returns
+        -------
+        spans : list of (start, stop, entropy)
+            None for an empty sequence.
+        """
+        if not isinstance(width, (int, np.integer)) or width < 1:
+            raise ValueError(f"width must be a positive int, got {width!r}")
+        sequences, node, cumulative = self._span_entropy_tables(X)
+        result = []
+        for offset, length in zip(sequences.offsets[:-1], sequences.lengths):
+            if length == 0:
+                result.append(None)
+                continue
+            span = min(width, length)
+            firsts = offset + np.arange(length - span + 1)
+            entropies = node[firsts] + cumulative[firsts + span - 1] - cumulative[firsts]
+            best = int(entropies.argmax())
+            result.append((best, best + span, float(entropies[best])))
+        return result
+
+    def _token_entropies(self, X):
+        """Per-token ``H(Y_t | x)`` and ``H(Y_t | Y_{t-1}, x)`` (``H(Y_0 | x)`` first)."""
+        sequences = self._transform(X)
+        if sequences.n_tokens == 0:
+            return sequences, np.zeros(0), np.zeros(0)
+        packed = PackedSequences(sequences.matrix, sequences.lengths)
+        with single_threaded_blas():
+            lattice = chain_lattice(packed.unary(self.state_weights_), self.transition_weights_,
+                                    packed.layout)
+            node, conditional = position_entropies(lattice)
+        return sequences, packed.unpack(node), packed.unpack(conditional)
+
+    def _span_entropy_tables(self, X):
+        # A span's entropy is node[first] + (cumulative[last] - cumulative[first]): the sum of
+        # the conditional entropies after its first token. Both indices lie in one sequence,
+        # so a cumulative sum over all tokens serves.
+        sequences, node, conditional = self._token_entropies(X)
+        return sequences, node, np.cumsum(conditional)
 
     # -- fitted attributes in sklearn-crfsuite's form -------------------------------------
 

@@ -12,6 +12,7 @@ from ._threads import single_threaded_blas
 from ._validation import check_labels
 from .base import BaseCRF
 from .decoding import decode
+from .metrics import span_f1_score
 from .objectives import log_likelihood
 from .optim import minimize_lbfgs
 from .packing import ChunkedSequences, PackedSequences
@@ -83,7 +84,8 @@ class CRF(BaseCRF):
         Bytes taken by the weights.
     training_log_ : list of dict
         Per iteration: ``num``, ``loss``, ``feature_norm``, ``error_norm``,
-        ``active_features``, ``n_evaluations``, ``time``, and ``dev_accuracy`` with a dev set.
+        ``active_features``, ``n_evaluations``, ``step``, ``time``, and ``dev_accuracy`` and
+        ``dev_span_f1`` (conlleval) with a dev set.
     n_iter_ : int
     termination_condition_ : str
         Why training stopped.
@@ -159,23 +161,28 @@ class CRF(BaseCRF):
         y : list of label sequences
             Sequences whose labels are None are unlabelled; a supervised CRF skips them.
         X_dev, y_dev : optional
-            A development set scored (token accuracy) after every iteration, recorded in
-            ``training_log_`` and printed when ``verbose``. Give both or neither.
+            A development set scored (token accuracy and span F1) after every iteration,
+            recorded in ``training_log_`` and printed when ``verbose``. Give both or neither.
 
         Returns
         -------
         self : CRF
         """
-        if (X_dev is None) != (y_dev is None):
-            raise ValueError("give both X_dev and y_dev, or neither")
+        _check_dev_pair(X_dev, y_dev)
         data = self._packed_training_data(X, y)
         layout = self._weight_layout(data)
         objective = _penalised_negative_log_likelihood(data, layout, self.c2)
         callback = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
+        result = self._minimize(objective, np.zeros(layout.size), callback)
+        self._set_fitted_weights(result, layout)
+        return self
+
+    def _minimize(self, objective, theta, callback=None):
+        """L-BFGS (OWL-QN when c1 > 0) on ``objective`` from ``theta``."""
         with single_threaded_blas():
-            result = minimize_lbfgs(
+            return minimize_lbfgs(
                 objective,
-                np.zeros(layout.size),
+                theta,
                 c1=self.c1,
                 max_iterations=self.max_iterations,
                 epsilon=self.epsilon,
@@ -185,6 +192,8 @@ class CRF(BaseCRF):
                 callback=callback,
                 verbose=self.verbose,
             )
+
+    def _set_fitted_weights(self, result, layout):
         state, transition = layout.unpack(result.x)
         self.state_weights_ = np.array(state)
         self.transition_weights_ = np.array(transition)
@@ -192,7 +201,6 @@ class CRF(BaseCRF):
         self.n_iter_ = result.n_iter
         self.termination_condition_ = result.termination_condition
         self.size_ = self.state_weights_.nbytes + self.transition_weights_.nbytes
-        return self
 
     def _packed_training_data(self, X, y):
         # A method of its own so that the unpacked feature matrix is freed before training.
@@ -211,22 +219,30 @@ class CRF(BaseCRF):
         return WeightLayout(self.num_attributes_, n_labels, state_mask, transition_mask)
 
     def _dev_scorer(self, X_dev, y_dev, layout):
-        """Callback giving the dev token accuracy of the current weights."""
+        """Callback giving the dev token accuracy and span F1 of the current weights."""
         dev = self._features(X_dev)
         labelled = check_labels(y_dev, dev.lengths, name="y_dev")
         dev = dev[labelled]
-        index = {label: k for k, label in enumerate(self.classes_)}
-        # Labels never seen in training get -1: always counted wrong.
-        gold = np.array([index.get(label, -1) for label in chain.from_iterable(
-            y_dev[i] for i in labelled)])
+        gold = [list(y_dev[i]) for i in labelled]
+        gold_flat = list(chain.from_iterable(gold))
         packed = PackedSequences(dev.matrix, dev.lengths)
+        classes = np.asarray(self.classes_, dtype=object)
 
-        def dev_accuracy(iteration, theta):
+        def dev_scores(iteration, theta):
             state, transition = layout.unpack(theta)
-            predicted = decode(packed, packed.unary(state), transition)
-            return {"dev_accuracy": float(np.mean(predicted == gold))}
+            labels = classes[decode(packed, packed.unary(state), transition)]
+            predicted = [part.tolist() for part in np.split(labels, dev.offsets[1:-1])]
+            return {
+                "dev_accuracy": float(np.mean([p == g for p, g in zip(labels, gold_flat)])),
+                "dev_span_f1": span_f1_score(gold, predicted),
+            }
 
-        return dev_accuracy
+        return dev_scores
+
+
+def _check_dev_pair(X_dev, y_dev):
+    if (X_dev is None) != (y_dev is None):
+        raise ValueError("give both X_dev and y_dev, or neither")
 
 
 def _label_cooccurrence(chunk, n_labels):

@@ -6,8 +6,10 @@ Mapping these gradients to weights is `PackedSequences.weight_gradient`, written
 import numpy as np
 
 from .inference import chain_lattice
+from .inference.covariance import covariance_entropy_gradient
+from .inference.entropy import additive_expectation_batch, position_entropies
 
-__all__ = ["log_likelihood"]
+__all__ = ["log_likelihood", "unlabelled_terms", "label_count_gradient"]
 
 
 def log_likelihood(packed, unary, transition, workspace=None):
@@ -41,3 +43,69 @@ def log_likelihood(packed, unary, transition, workspace=None):
     d_unary.reshape(-1)[gold] += 1.0
     gold_score = unary.reshape(-1)[gold].sum() + (packed.transition_counts * transition).sum()
     return gold_score - lattice.log_z.sum(), d_unary, d_transition
+
+
+def unlabelled_terms(packed, unary, transition, workspace=None, entropy_gradient=None):
+    """Negative entropy of unlabelled sequences, its gradient, and their label marginals.
+
+    Parameters
+    ----------
+    packed : PackedSequences
+    unary : ndarray of shape (n_tokens, S)
+        Unary potentials in packed order.
+    transition : ndarray of shape (S, S)
+    workspace : Workspace, default=None
+    entropy_gradient : {None, 'lattice', 'covariance'}, default=None
+        How to compute the gradient: the entropy lattices (O(n S^2), Mann & McCallum), Jiao
+        et al.'s covariance form (O(n^2 S^3), one sequence at a time), or not at all.
+
+    Returns
+    -------
+    negative_entropy : float
+        ``sum_sequences sum_y p(y|x) log p(y|x)``.
+    d_unary : ndarray of shape (n_tokens, S) or None
+    d_transition : ndarray of shape (S, S) or None
+    label_sums : ndarray of shape (S,)
+        Sum over tokens of ``p(y_t = s | x)``.
+    """
+    lattice = chain_lattice(unary, transition, packed.layout, workspace)
+    _, conditional = position_entropies(lattice)
+    label_sums = lattice.node_marginals().sum(axis=0)
+    d_unary = d_transition = None
+    if entropy_gradient == "lattice":
+        _, d_unary, d_transition = additive_expectation_batch(lattice, unary, transition)
+    elif entropy_gradient == "covariance":
+        d_unary, d_transition = _covariance_gradient(unary, transition, packed.layout)
+    return -conditional.sum(), d_unary, d_transition, label_sums
+
+
+def label_count_gradient(packed, unary, transition, label_weights, workspace=None):
+    """Gradient of ``E[sum_t label_weights[y_t]]`` over the sequences w.r.t. the potentials.
+
+    With ``label_weights = dKL / d(expected label counts)`` this is the gradient of the
+    label-proportion term; it costs one pass of the entropy lattices.
+
+    Returns
+    -------
+    d_unary : ndarray of shape (n_tokens, S)
+    d_transition : ndarray of shape (S, S)
+    """
+    lattice = chain_lattice(unary, transition, packed.layout, workspace)
+    terms = np.broadcast_to(label_weights, unary.shape)
+    _, d_unary, d_transition = additive_expectation_batch(lattice, terms)
+    return d_unary, d_transition
+
+
+def _covariance_gradient(unary, transition, layout):
+    """`covariance_entropy_gradient` of each chain of a layout (the published method: one
+    sequence at a time)."""
+    d_unary = np.empty_like(unary)
+    d_transition = np.zeros_like(transition)
+    for slot, length in enumerate(layout.lengths[layout.sequence_order]):
+        if length == 0:
+            break  # sorted by decreasing length: only empty chains follow
+        rows = layout.block_starts[:length] + slot
+        chain_unary, chain_transition = covariance_entropy_gradient(unary[rows], transition)
+        d_unary[rows] = chain_unary
+        d_transition += chain_transition
+    return d_unary, d_transition

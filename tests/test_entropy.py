@@ -210,3 +210,19 @@ def test_deterministic_chain_has_zero_entropy_and_gradient():
 def test_bad_spans(start, stop):
     with pytest.raises(ValueError, match="start < stop"):
         subsequence_entropy(np.zeros((3, 2)), np.zeros((2, 2)), start, stop)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 30), st.integers(1, 5), st.integers(0, 2**32 - 1))
+def test_covariance_and_lattice_entropy_gradients_agree(n, n_labels, seed):
+    """Jiao et al.'s O(n^2 S^3) covariance form and the O(n S^2) lattices: two independent
+    algorithms for the same gradient."""
+    from sklearn_ssl_crf.inference import covariance_entropy_gradient
+
+    rng = np.random.default_rng(seed)
+    unary, transition = rng.normal(scale=2.0, size=(n, n_labels)), rng.normal(
+        scale=2.0, size=(n_labels, n_labels))
+    lattice_unary, lattice_transition = entropy_gradient(unary, transition)
+    covariance_unary, covariance_transition = covariance_entropy_gradient(unary, transition)
+    np.testing.assert_allclose(lattice_unary, covariance_unary, atol=1e-8)
+    np.testing.assert_allclose(lattice_transition, covariance_transition, atol=1e-8)

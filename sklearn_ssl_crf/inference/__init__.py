@@ -8,6 +8,7 @@ what the estimators use.
 
 from .batching import ChainLayout
 from .chain import Workspace, chain_lattice, forward_backward, viterbi, viterbi_batch
+from .covariance import covariance_entropy_gradient
 from .entropy import (
     additive_expectation,
     entropy_gradient,
@@ -20,6 +21,7 @@ __all__ = [
     "viterbi",
     "sequence_entropy",
     "entropy_gradient",
+    "covariance_entropy_gradient",
     "subsequence_entropy",
     "additive_expectation",
     "chain_lattice",

@@ -31,16 +31,19 @@ Notes on the paper's text (§3, as transcribed in ``shared/papers``):
 * The recursions omit the terms where two different features fire at the same position:
   null for the paper's one-label indicator features, not for arbitrary overlapping features.
 * Edge-edge expectation: ``beta_t(y''', y'' | x)`` has two label arguments (it is
-  ``beta_t(y''' | x)``); in the t < s term the labels given to f_j, f_k and those in the product
-  do not match, the product should continue from ``y'''`` (``M_{t+1,s-1}(y''', y')``) and end
-  with ``beta_s(y)``, not ``beta_t(y)``.
-* Edge-vertex and vertex-vertex expectations: the product ``M_{s+1,t-1}`` misses the factor
-  ``M_t`` (or ``alpha_{s-1}`` should be ``alpha_s``), which carries the vertex potential at
-  t, and is undefined for ``s = t``; the second terms end with ``beta_t`` instead of
-  ``beta_s``. In the second edge-vertex term the edge is again written before the vertex
-  (``f_j(e_t)``, ``g_k(v_s)``, t < s), duplicating the first term's case, while the product
-  written describes the vertex coming first. The vertex-vertex t < s term sums over ``y'``
-  twice.
+  ``beta_t(y''' | x)``). In the t < s term the labels in the product do not match those given
+  to f_j and f_k; it should read ``alpha_{t-1}(y') M_t(y', y) M_{t+1,s-1}(y, y'')
+  M_s(y'', y''') beta_s(y''')``.
+* Edge-vertex expectation: ``M_{s+1,t-1}`` should be ``M_{s+1,t}`` (the factor ``M_t``
+  carries the vertex potential at t), the identity when ``s = t``, where the text's product
+  is undefined. The second term writes the edge before the vertex again (``f_j(e_t)``,
+  ``g_k(v_s)``, t < s: the first term's case) while its product describes vertex t before
+  edge s; that product should start from ``alpha_t``, not ``alpha_{t-1}``, and end with
+  ``beta_s``, not ``beta_t``.
+* Vertex-vertex expectation: ``alpha_s(y') M_{s+1,t}(y', y) beta_t(y)`` is written
+  ``alpha_{s-1}(y') M_{s+1,t-1}(y', y) beta_t(y)``, and likewise in the t < s term, which also
+  ends with ``beta_t`` instead of ``beta_s``, sums over ``y'`` twice, and swaps the two labels
+  between the indicators and the product.
 """
 
 import numpy as np
@@ -99,7 +102,7 @@ def covariance_entropy_gradient(unary, transition):
     >>> import numpy as np
     >>> d_unary, d_transition = covariance_entropy_gradient(np.array([[1.0, 0.0]]),
     ...                                                     np.zeros((2, 2)))
-    >>> p = np.exp(1.0) / (1 + np.exp(1.0))   # p(y = 0); d(p log p + q log q)/du = pq log(p/q)
+    >>> p = np.exp(1.0) / (1 + np.exp(1.0))  # p(y = 0); Cov(1[y = 0], score) = p (1 - p)
     >>> bool(np.isclose(d_unary[0, 0], p * (1 - p) * 1.0)), d_transition.tolist()
     (True, [[0.0, 0.0], [0.0, 0.0]])
     """
@@ -131,7 +134,7 @@ def covariance_entropy_gradient(unary, transition):
     # vertex b with the edge (b - 1, b) into it. The edge with the vertex b - 1 before it is
     # the lag-1 "vertex then edge" case below.
     d_unary = weighted_node.copy()
-    pass
+    d_unary[1:] += edge_behind
     d_transition = np.einsum("tij,ij->ij", edge, transition)
     d_transition += np.einsum("tij,tj->ij", edge, unary[1:])
 
@@ -163,7 +166,9 @@ def covariance_entropy_gradient(unary, transition):
         d_transition += np.einsum("aij,aj->ij", edge[:last - 1], ahead)
         d_unary[lag + 1:] += (edge_behind[:last - 1, None, :] @ summary[1:])[:, 0]
 
-    # Cov = E[F score] - E[F] E[score]; E[score] is 0 up to rounding after the centring.
+    # Cov = E[F score] - E[F] E[score] (eq. 4). E[score] is 0 only up to rounding after the
+    # centring, and that residual times E[F] (up to n - 1 for edges) would otherwise be the
+    # largest error left.
     expected_score = weighted_node.sum() + np.einsum("tij,ij->", edge, transition)
     d_unary -= node * expected_score
     d_transition -= edge.sum(axis=0) * expected_score

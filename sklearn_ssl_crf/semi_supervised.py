@@ -1,0 +1,302 @@
+"""Entropy-regularised CRFs: `EntropyRegularizedCRF` (Mann & McCallum 2007) and
+`SemiSupervisedCRF` (Jiao et al. 2006), with an optional label-proportion term.
+
+Both maximise
+
+    sum_labelled log p(y|x) - c1 ||w||_1 - c2 ||w||^2
+        + gamma * sum_unlabelled sum_y p(y|x) log p(y|x)
+        - proportion_weight * N_u * KL(pi || pi_hat)
+
+where ``pi_hat`` is the mean token marginal over the ``N_u`` unlabelled tokens and ``pi`` a
+target label distribution. Training fits the supervised CRF first, then ascends the full
+objective from that optimum. They differ only in how the entropy gradient is computed.
+"""
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._validation import concatenate_inputs
+from .crf import (
+    CRF,
+    _check_dev_pair,
+    _penalised_negative_log_likelihood,
+    _sum_in_order,
+)
+from .objectives import label_count_gradient, unlabelled_terms
+from .packing import ChunkedSequences
+
+__all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF"]
+
+
+class EntropyRegularizedCRF(CRF):
+    """Linear-chain CRF trained with entropy regularisation on unlabelled sequences.
+
+    The entropy gradient is computed with the entropy lattices of Mann & McCallum (2007),
+    in O(n S^2) per sequence, the cost of forward-backward. A label-proportion term
+    (``proportion_weight > 0``) keeps the model's mean token marginals on the unlabelled data
+    near a target distribution; without it, minimising entropy alone rewards confident
+    predictions of the most frequent label and can collapse rare-entity taggers.
+
+    Unlabelled sequences are given as ``fit(X, y, X_unlabeled=...)``, as sequences whose
+    ``y[i]`` is None, or both. `score` and the scorers ignore unlabelled sequences, so
+    cross-validation and `GridSearchCV` work with either convention.
+
+    Parameters
+    ----------
+    gamma : float, default=0.1
+        Weight of the negative entropy of the unlabelled sequences.
+    proportion_weight : float, default=0.0
+        Weight of ``N_u * KL(pi || pi_hat)``; 0 gives the published objective.
+    label_proportions : dict or None, default=None
+        Target label distribution ``pi`` (label -> proportion, normalised here; labels not
+        given get 0). None: the labelled tokens' label frequencies, add-one smoothed.
+    entropy_gradient : {'lattice', 'covariance'}, default='lattice'
+        'lattice': Mann & McCallum's O(n S^2) dynamic program; 'covariance': Jiao et al.'s
+        covariance form, O(n^2 S^3). Both give the same numbers.
+    algorithm, c1, c2, max_iterations, num_memories, epsilon, period, delta, min_freq, \
+all_possible_states, all_possible_transitions, verbose
+        As in `CRF`; ``max_iterations`` bounds each of the two phases.
+    n_jobs : int, default=None
+        Threads over which the chunks of labelled and unlabelled sequences are spread; the
+        model is the same for any value.
+
+    Attributes
+    ----------
+    training_log_ : list of dict
+        Per iteration of both phases (``phase`` is 'supervised' or 'semi-supervised'): the
+        `CRF` entries, and in the second phase ``objective``, ``likelihood``,
+        ``unlabelled_entropy`` (summed), ``proportion_kl``, and dev scores when given. The
+        second phase starts with an entry ``num=0``: those values at the supervised optimum.
+    best_iteration_ : int or None
+        With a dev set: the semi-supervised iteration whose weights were kept (0: the
+        supervised optimum), chosen by dev span F1.
+    target_proportions_ : ndarray of shape (n_labels,)
+        ``pi``, in the order of ``classes_``.
+    Other attributes as in `CRF`.
+
+    See Also
+    --------
+    SemiSupervisedCRF : the same objective with Jiao et al.'s covariance-form gradient.
+    CRF : supervised training only.
+    """
+
+    _parameter_constraints = {
+        **CRF._parameter_constraints,
+        "gamma": [Interval(Real, 0, None, closed="left")],
+        "proportion_weight": [Interval(Real, 0, None, closed="left")],
+        "label_proportions": [dict, None],
+        "entropy_gradient": [StrOptions({"lattice", "covariance"})],
+    }
+
+    def __init__(
+        self,
+        gamma=0.1,
+        proportion_weight=0.0,
+        label_proportions=None,
+        entropy_gradient="lattice",
+        algorithm="lbfgs",
+        c1=0.0,
+        c2=1.0,
+        max_iterations=None,
+        num_memories=6,
+        epsilon=1e-5,
+        period=10,
+        delta=1e-5,
+        min_freq=0,
+        all_possible_states=True,
+        all_possible_transitions=True,
+        verbose=False,
+        n_jobs=None,
+    ):
+        super().__init__(
+            algorithm=algorithm, c1=c1, c2=c2, max_iterations=max_iterations,
+            num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
+            min_freq=min_freq, all_possible_states=all_possible_states,
+            all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
+        )
+        self.gamma = gamma
+        self.proportion_weight = proportion_weight
+        self.label_proportions = label_proportions
+        self.entropy_gradient = entropy_gradient
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, X_unlabeled=None, X_dev=None, y_dev=None):
+        """Train on labelled and unlabelled sequences.
+
+        Parameters
+        ----------
+        X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
+        y : list of label sequences, None for an unlabelled sequence
+        X_unlabeled : same kind as X, default=None
+            More unlabelled sequences.
+        X_dev, y_dev : optional
+            A development set scored after every iteration; the semi-supervised phase keeps
+            the iterate with the best dev span F1 (never worse than the supervised start).
+
+        Returns
+        -------
+        self : EntropyRegularizedCRF
+        """
+        _check_dev_pair(X_dev, y_dev)
+        X, y = concatenate_inputs(X, y, X_unlabeled)
+        sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        unlabelled = np.setdiff1d(np.arange(len(sequences)), labelled)
+        unlabelled = unlabelled[sequences.lengths[unlabelled] > 0]
+        n_labels = len(self.classes_)
+        labelled_data = ChunkedSequences(sequences[labelled], codes, n_labels,
+                                         n_jobs=self.n_jobs)
+        unlabelled_data = ChunkedSequences(sequences[unlabelled], n_jobs=self.n_jobs)
+        del sequences
+        self.target_proportions_ = self._target_proportions(codes, n_labels)
+
+        layout = self._weight_layout(labelled_data)
+        dev = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
+        supervised = self._minimize(
+            _penalised_negative_log_likelihood(labelled_data, layout, self.c2),
+            np.zeros(layout.size), dev)
+        log = [dict(entry, phase="supervised") for entry in supervised.log]
+        self.best_iteration_ = None
+        result = supervised
+        if unlabelled.size and (self.gamma > 0 or self.proportion_weight > 0):
+            objective, parts = self._semi_supervised_objective(labelled_data, unlabelled_data,
+                                                               layout)
+            tracker = _BestIterate(supervised.x, dev)
+            # Iteration 0 of the second phase: the objective's parts at the supervised optimum.
+            objective(supervised.x)
+            log.append(dict(tracker.start_scores, num=0, phase="semi-supervised", **parts))
+            result = self._minimize(objective, supervised.x, tracker.callback(parts))
+            log += [dict(entry, phase="semi-supervised") for entry in result.log]
+            if dev is not None:
+                result.x, self.best_iteration_ = tracker.best_x, tracker.best_iteration
+        n_iter = supervised.n_iter + (result.n_iter if result is not supervised else 0)
+        self._set_fitted_weights(result, layout)
+        self.training_log_ = log
+        self.n_iter_ = n_iter
+        return self
+
+    def _target_proportions(self, codes, n_labels):
+        if self.label_proportions is None:
+            counts = np.bincount(codes, minlength=n_labels) + 1.0
+            return counts / counts.sum()
+        unknown = set(self.label_proportions) - set(self.classes_)
+        if unknown:
+            raise ValueError(f"label_proportions has labels not in the training data: "
+                             f"{sorted(map(str, unknown))}")
+        target = np.array([float(self.label_proportions.get(label, 0.0))
+                           for label in self.classes_])
+        if not np.isfinite(target).all() or (target < 0).any() or target.sum() <= 0:
+            raise ValueError("label_proportions must be non-negative numbers with a positive sum")
+        return target / target.sum()
+
+    def _semi_supervised_objective(self, labelled_data, unlabelled_data, layout):
+        """``theta -> (value, gradient)`` of minus the full objective, and a dict holding the
+        parts of the last evaluation."""
+        supervised = _penalised_negative_log_likelihood(labelled_data, layout, self.c2)
+        gamma, weight = self.gamma, self.proportion_weight
+        target = self.target_proportions_
+        n_unlabelled = sum(chunk.n_tokens for chunk in unlabelled_data.chunks)
+        method = self.entropy_gradient if gamma > 0 else None
+        parts = {}
+
+        def objective(theta):
+            value, gradient = supervised(theta)
+            parts["likelihood"] = float(-(value - self.c2 * (theta @ theta)))
+            state, transition = layout.unpack(theta)
+            negative_entropy, d_state, d_transition, label_sums = _sum_in_order(
+                unlabelled_data.map(_chunk_unlabelled_terms, state, transition, method))
+            if gamma > 0:
+                value -= gamma * negative_entropy
+                gradient -= gamma * layout.pack(d_state, d_transition)
+            predicted = label_sums / n_unlabelled
+            present = target > 0
+            kl = float(target[present] @ np.log(target[present] / predicted[present]))
+            if weight > 0:
+                # dKL / d(expected count of label s) = -pi_s / (N_u pi_hat_s)
+                label_weights = -target / (n_unlabelled * predicted)
+                d_state, d_transition = _sum_in_order(unlabelled_data.map(
+                    _chunk_label_count_gradient, state, transition, label_weights))
+                value += weight * n_unlabelled * kl
+                gradient += weight * n_unlabelled * layout.pack(d_state, d_transition)
+            parts.update(objective=float(-value), unlabelled_entropy=float(-negative_entropy),
+                         proportion_kl=kl)
+            return value, gradient
+
+        return objective, parts
+
+
+class SemiSupervisedCRF(EntropyRegularizedCRF):
+    """Jiao et al. (2006)'s semi-supervised CRF: entropy regularisation with the
+    covariance-form gradient (O(n^2 S^3) per sequence).
+
+    The same estimator as `EntropyRegularizedCRF` with ``entropy_gradient='covariance'`` by
+    default: the published method, slower by a factor of about n S, with the same results.
+    See `EntropyRegularizedCRF` for the parameters.
+    """
+
+    def __init__(
+        self,
+        gamma=0.1,
+        proportion_weight=0.0,
+        label_proportions=None,
+        entropy_gradient="covariance",
+        algorithm="lbfgs",
+        c1=0.0,
+        c2=1.0,
+        max_iterations=None,
+        num_memories=6,
+        epsilon=1e-5,
+        period=10,
+        delta=1e-5,
+        min_freq=0,
+        all_possible_states=True,
+        all_possible_transitions=True,
+        verbose=False,
+        n_jobs=None,
+    ):
+        super().__init__(
+            gamma=gamma, proportion_weight=proportion_weight,
+            label_proportions=label_proportions, entropy_gradient=entropy_gradient,
+            algorithm=algorithm, c1=c1, c2=c2, max_iterations=max_iterations,
+            num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
+            min_freq=min_freq, all_possible_states=all_possible_states,
+            all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
+        )
+
+
+class _BestIterate:
+    """Tracks the iterate with the best dev span F1, starting from the supervised optimum."""
+
+    def __init__(self, start, dev):
+        self.dev = dev
+        self.best_x, self.best_iteration = start, 0
+        self.start_scores = {} if dev is None else dev(0, start)
+        self.best_score = self.start_scores.get("dev_span_f1", -np.inf)
+
+    def callback(self, parts):
+        def on_iteration(iteration, theta):
+            entry = dict(parts)
+            if self.dev is not None:
+                entry.update(self.dev(iteration, theta))
+                if entry["dev_span_f1"] > self.best_score:
+                    self.best_x, self.best_iteration = theta.copy(), iteration
+                    self.best_score = entry["dev_span_f1"]
+            return entry
+
+        return on_iteration
+
+
+def _chunk_unlabelled_terms(chunk, workspace, state, transition, method):
+    unary = chunk.unary(state)
+    negative_entropy, d_unary, d_transition, label_sums = unlabelled_terms(
+        chunk, unary, transition, workspace, method)
+    d_state = 0.0 if d_unary is None else chunk.weight_gradient(d_unary)
+    return negative_entropy, d_state, 0.0 if d_transition is None else d_transition, label_sums
+
+
+def _chunk_label_count_gradient(chunk, workspace, state, transition, label_weights):
+    d_unary, d_transition = label_count_gradient(chunk, chunk.unary(state), transition,
+                                                 label_weights, workspace)
+    return chunk.weight_gradient(d_unary), d_transition

@@ -1,0 +1,139 @@
+"""Entropy-regularised estimators: objective, conventions, parallelism, active learning."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+from sklearn_ssl_crf import CRF, EntropyRegularizedCRF, SemiSupervisedCRF
+from sklearn_ssl_crf.datasets import make_sequences
+from sklearn_ssl_crf.inference import sequence_entropy, subsequence_entropy
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    X, y = make_sequences(400, features="dict", random_state=0)
+    return X[:60], y[:60], X[60:200], X[200:], y[200:]
+
+
+def test_no_unlabelled_terms_is_exactly_the_supervised_crf(synthetic):
+    X, y, X_unlabeled, _, _ = synthetic
+    crf = CRF(c2=0.5).fit(X, y)
+    ssl = EntropyRegularizedCRF(gamma=0.0, proportion_weight=0.0, c2=0.5).fit(
+        X, y, X_unlabeled=X_unlabeled)
+    # The vocabulary also holds attributes seen only in unlabelled text (after the labelled
+    # ones): with no unlabelled term nothing moves their weights from 0.
+    shared = crf.num_attributes_
+    assert ssl.attributes_[:shared] == crf.attributes_ and ssl.num_attributes_ > shared
+    # Same optimisation problem; a longer parameter vector only changes BLAS summation order.
+    np.testing.assert_allclose(ssl.state_weights_[:shared], crf.state_weights_, atol=1e-9)
+    assert not ssl.state_weights_[shared:].any()
+    np.testing.assert_allclose(ssl.transition_weights_, crf.transition_weights_, atol=1e-9)
+    assert ssl.predict(X_unlabeled) == crf.predict(X_unlabeled)
+
+
+@pytest.mark.parametrize("params", [{"gamma": 0.5}, {"gamma": 0.1, "proportion_weight": 1.0},
+                                    {"gamma": 0.0, "proportion_weight": 1.0}])
+def test_objective_never_decreases_from_the_supervised_start(synthetic, params):
+    X, y, X_unlabeled, _, _ = synthetic
+    model = EntropyRegularizedCRF(**params).fit(X, y, X_unlabeled=X_unlabeled)
+    objective = [entry["objective"] for entry in model.training_log_
+                 if entry["phase"] == "semi-supervised"]
+    assert len(objective) > 2
+    assert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[:-1]))
+    assert objective[-1] > objective[0]
+
+
+def test_label_proportion_term_moves_predictions_towards_the_target(synthetic):
+    X, y, X_unlabeled, _, _ = synthetic
+    target = {"O": 0.2, "B-A": 0.2, "I-A": 0.2, "B-B": 0.2, "I-B": 0.2}
+    weak = EntropyRegularizedCRF(gamma=0.0, proportion_weight=0.01, label_proportions=target)
+    strong = clone(weak).set_params(proportion_weight=10.0)
+    kl = [model.fit(X, y, X_unlabeled=X_unlabeled).training_log_[-1]["proportion_kl"]
+          for model in (weak, strong)]
+    assert kl[1] < 0.5 * kl[0]
+
+
+def test_both_unlabelled_conventions_give_the_same_model(synthetic):
+    X, y, X_unlabeled, _, _ = synthetic
+    params = {"gamma": 0.1, "proportion_weight": 1.0}
+    separate = EntropyRegularizedCRF(**params).fit(X, y, X_unlabeled=X_unlabeled)
+    inline = EntropyRegularizedCRF(**params).fit(X + X_unlabeled, y + [None] * len(X_unlabeled))
+    np.testing.assert_array_equal(separate.state_weights_, inline.state_weights_)
+
+
+def test_n_jobs_gives_the_same_model(synthetic, monkeypatch):
+    import sklearn_ssl_crf.packing as packing
+
+    monkeypatch.setattr(packing, "CHUNK_TOKENS", 200)  # several chunks
+    X, y, X_unlabeled, _, _ = synthetic
+    params = {"gamma": 0.1, "proportion_weight": 1.0}
+    one = EntropyRegularizedCRF(n_jobs=1, **params).fit(X, y, X_unlabeled=X_unlabeled)
+    two = EntropyRegularizedCRF(n_jobs=2, **params).fit(X, y, X_unlabeled=X_unlabeled)
+    np.testing.assert_array_equal(one.state_weights_, two.state_weights_)
+
+
+def test_covariance_and_lattice_gradients_train_the_same_model(synthetic):
+    X, y, X_unlabeled, _, _ = synthetic
+    lattice = EntropyRegularizedCRF(gamma=0.3, max_iterations=30).fit(
+        X, y, X_unlabeled=X_unlabeled[:40])
+    covariance = SemiSupervisedCRF(gamma=0.3, max_iterations=30).fit(
+        X, y, X_unlabeled=X_unlabeled[:40])
+    assert covariance.entropy_gradient == "covariance"
+    np.testing.assert_allclose(covariance.state_weights_, lattice.state_weights_, atol=1e-6)
+
+
+def test_dev_set_keeps_the_best_iterate(synthetic):
+    X, y, X_unlabeled, X_test, y_test = synthetic
+    model = EntropyRegularizedCRF(gamma=2.0).fit(
+        X, y, X_unlabeled=X_unlabeled, X_dev=X_test[:100], y_dev=y_test[:100])
+    scores = [entry["dev_span_f1"] for entry in model.training_log_
+              if entry["phase"] == "semi-supervised"]
+    start, best = scores[0], max(scores)
+    from sklearn_ssl_crf.metrics import span_f1_score
+
+    kept = span_f1_score(y_test[:100], model.predict(X_test[:100]))
+    assert kept == pytest.approx(best) and kept >= start
+    assert scores[model.best_iteration_] == pytest.approx(best)
+
+
+def test_grid_search_over_gamma_with_unlabelled_sequences_in_y(synthetic):
+    X, y, X_unlabeled, _, _ = synthetic
+    from sklearn_ssl_crf.metrics import span_f1_scorer
+
+    search = GridSearchCV(EntropyRegularizedCRF(max_iterations=20),
+                          {"gamma": [0.0, 0.1]}, cv=2, scoring=span_f1_scorer)
+    search.fit(X + X_unlabeled[:40], y + [None] * 40)
+    assert set(search.cv_results_["param_gamma"]) == {0.0, 0.1}
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+@pytest.mark.parametrize("proportions, message", [
+    ({"NOPE": 1.0}, "not in the training data"),
+    ({"O": -1.0, "B-A": 2.0}, "non-negative"),
+])
+def test_bad_label_proportions(synthetic, proportions, message):
+    X, y, X_unlabeled, _, _ = synthetic
+    with pytest.raises(ValueError, match=message):
+        EntropyRegularizedCRF(label_proportions=proportions).fit(X, y, X_unlabeled=X_unlabeled)
+
+
+def test_active_learning_entropies_match_the_kernels(synthetic):
+    X, y, _, X_test, _ = synthetic
+    model = CRF().fit(X, y)
+    sequences = model._transform(X_test[:5])
+    entropies = model.predict_entropy(X_test[:5])
+    spans = model.most_uncertain_spans(X_test[:5], 3)
+    for i, matrix in enumerate(sequences):
+        unary = matrix @ model.state_weights_
+        transition = model.transition_weights_
+        assert entropies[i] == pytest.approx(sequence_entropy(unary, transition), abs=1e-10)
+        windows = [subsequence_entropy(unary, transition, s, s + 3)
+                   for s in range(len(unary) - 2)]
+        start, stop, entropy = spans[i]
+        assert (start, stop) == (int(np.argmax(windows)), int(np.argmax(windows)) + 3)
+        assert entropy == pytest.approx(max(windows), abs=1e-10)
+        assert model.predict_subsequence_entropy(X_test[i:i + 1], [[(1, 4)]])[0][0] == (
+            pytest.approx(subsequence_entropy(unary, transition, 1, 4), abs=1e-10))
+    with pytest.raises(ValueError, match="not within"):
+        model.predict_subsequence_entropy(X_test[:1], [[(0, 999)]])
