@@ -3,6 +3,7 @@
 from . import datasets, inference, metrics
 from .crf import CRF
 from .featurize import SequenceVectorizer, WindowFeatures
+from .self_training import SelfTrainingCRF
 from .semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
 from .sequences import SequenceMatrix
 
@@ -12,6 +13,7 @@ __all__ = [
     "CRF",
     "EntropyRegularizedCRF",
     "SemiSupervisedCRF",
+    "SelfTrainingCRF",
     "SequenceVectorizer",
     "WindowFeatures",
     "SequenceMatrix",

@@ -137,3 +137,27 @@ def test_active_learning_entropies_match_the_kernels(synthetic):
             pytest.approx(subsequence_entropy(unary, transition, 1, 4), abs=1e-10))
     with pytest.raises(ValueError, match="not within"):
         model.predict_subsequence_entropy(X_test[:1], [[(0, 999)]])
+
+
+def test_self_training_without_rounds_is_the_supervised_crf(synthetic):
+    from sklearn_ssl_crf import SelfTrainingCRF
+
+    X, y, X_unlabeled, _, _ = synthetic
+    crf = CRF(c2=0.5).fit(X, y)
+    zero = SelfTrainingCRF(max_rounds=0, c2=0.5).fit(X, y, X_unlabeled=X_unlabeled)
+    shared = crf.num_attributes_
+    np.testing.assert_allclose(zero.state_weights_[:shared], crf.state_weights_, atol=1e-9)
+    assert zero.n_rounds_ == 0 and zero.termination_condition_ == "max_rounds reached"
+
+
+def test_self_training_stops_when_pseudo_labels_are_a_fixed_point(synthetic):
+    from sklearn_ssl_crf import SelfTrainingCRF
+
+    X, y, X_unlabeled, _, _ = synthetic
+    model = SelfTrainingCRF(max_rounds=20, c2=0.5).fit(X, y, X_unlabeled=X_unlabeled)
+    assert model.termination_condition_ == "pseudo-labels unchanged"
+    assert model.rounds_[-1]["changed_tokens"] == 0
+    assert model.rounds_[0]["changed_tokens"] is None and model.n_rounds_ >= 1
+    # At the fixed point the model trained on its own Viterbi labels reproduces them.
+    retrained = CRF(c2=0.5).fit(X + X_unlabeled, y + model.predict(X_unlabeled))
+    assert retrained.predict(X_unlabeled) == model.predict(X_unlabeled)
