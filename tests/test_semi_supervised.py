@@ -161,3 +161,20 @@ def test_self_training_stops_when_pseudo_labels_are_a_fixed_point(synthetic):
     # At the fixed point the model trained on its own Viterbi labels reproduces them.
     retrained = CRF(c2=0.5).fit(X + X_unlabeled, y + model.predict(X_unlabeled))
     assert retrained.predict(X_unlabeled) == model.predict(X_unlabeled)
+
+
+@pytest.mark.realdata
+def test_objective_never_decreases_on_bc2gm(shared_data):
+    """Real subset: 100 labelled and 300 unlabelled BC2GM sentences, both unlabelled terms."""
+    from sklearn_ssl_crf.datasets import load_bc2gm
+    from sklearn_ssl_crf.featurize import WindowFeatures
+
+    X, y = load_bc2gm(shared_data / "bc2gm")["train"]
+    features = WindowFeatures()
+    model = EntropyRegularizedCRF(gamma=0.1, proportion_weight=1.0, max_iterations=40).fit(
+        features.transform(X[:100]), y[:100], X_unlabeled=features.transform(X[100:400]))
+    objective = [entry["objective"] for entry in model.training_log_
+                 if entry["phase"] == "semi-supervised"]
+    assert len(objective) > 5
+    assert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[:-1]))
+    assert objective[-1] > objective[0]
