@@ -1,0 +1,123 @@
+"""Cost of the entropy terms (issue #3, parts a-c).
+
+(a) One evaluation of the unlabelled terms (negative entropy, value and lattice gradient,
+    sparse products included) over the BC2GM training sentences, divided by one supervised
+    log-likelihood evaluation on the same sentences. Mann & McCallum report about 1.5x.
+(b) `covariance_entropy_gradient` (Jiao et al., O(n^2 S^3)) against `entropy_gradient`
+    (lattices, O(n S^2)) on random chains of length 10 ... 160, S = 3 and 22.
+(c) The unlabelled terms with n_jobs=2 against n_jobs=1.
+
+Usage::
+
+    python benchmarks/bench_entropy.py [--data-dir ../shared/data] [--repeat 5]
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sklearn_ssl_crf import CRF
+from sklearn_ssl_crf._threads import single_threaded_blas
+from sklearn_ssl_crf.datasets import load_bc2gm
+from sklearn_ssl_crf.featurize import WindowFeatures
+from sklearn_ssl_crf.inference import covariance_entropy_gradient, entropy_gradient
+from sklearn_ssl_crf.objectives import log_likelihood, unlabelled_terms
+from sklearn_ssl_crf.packing import ChunkedSequences
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def best_time(function, repeat):
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def evaluate(data, function, state, transition):
+    """One pass of ``function`` over the chunks, sparse products included."""
+    def run(chunk, workspace):
+        terms = function(chunk, chunk.unary(state), transition, workspace)
+        return chunk.weight_gradient(terms[1])
+    for _ in data.map(run):
+        pass
+
+
+def cost_ratio(data_dir, repeat):
+    X, y = load_bc2gm(Path(data_dir) / "bc2gm")["train"]
+    features = WindowFeatures()
+    # Realistic posteriors: weights of a CRF trained on 500 sentences.
+    model = CRF(max_iterations=50).fit(features.transform(X[:500]), y[:500])
+    sequences = model.vectorizer_.transform(features.transform(X))
+    index = {label: k for k, label in enumerate(model.classes_)}
+    codes = np.array([index[label] for labels in y for label in labels])
+    labelled = ChunkedSequences(sequences, codes, len(model.classes_))
+    unlabelled = ChunkedSequences(sequences)
+    state, transition = model.state_weights_, model.transition_weights_
+
+    def supervised():
+        evaluate(labelled, log_likelihood, state, transition)
+
+    def entropy():
+        evaluate(unlabelled, lambda chunk, unary, transition, workspace: unlabelled_terms(
+            chunk, unary, transition, workspace, "lattice"), state, transition)
+
+    with single_threaded_blas():
+        t_supervised, t_entropy = best_time(supervised, repeat), best_time(entropy, repeat)
+    print(f"(a) BC2GM train, {sequences.n_tokens:,} tokens, {len(sequences):,} sentences, "
+          f"{sequences.n_features:,} attributes x {len(model.classes_)} labels; best of "
+          f"{repeat}\n")
+    print("| evaluation | seconds |\n|---|---:|")
+    print(f"| supervised log-likelihood + gradient | {t_supervised:.3f} |")
+    print(f"| unlabelled negative entropy + lattice gradient | {t_entropy:.3f} |")
+    print(f"\nratio {t_entropy / t_supervised:.2f}x (target <= 1.5x)\n")
+    return sequences, unlabelled, state, transition
+
+
+def scaling(repeat):
+    rng = np.random.default_rng(0)
+    print("(b) seconds per sequence, best of", repeat, "\n")
+    print("| S | n | lattice | covariance | covariance / lattice |\n|---|---:|---:|---:|---:|")
+    with single_threaded_blas():
+        for n_labels in (3, 22):
+            for n in (10, 20, 40, 80, 160):
+                unary = rng.normal(size=(n, n_labels))
+                transition = rng.normal(size=(n_labels, n_labels))
+                lattice = best_time(lambda: entropy_gradient(unary, transition), repeat)
+                covariance = best_time(lambda: covariance_entropy_gradient(unary, transition),
+                                       repeat)
+                print(f"| {n_labels} | {n} | {lattice:.5f} | {covariance:.5f} | "
+                      f"{covariance / lattice:.1f} |")
+    print()
+
+
+def parallel_speedup(sequences, state, transition, repeat):
+    times = {}
+    for n_jobs in (1, 2):
+        data = ChunkedSequences(sequences, n_jobs=n_jobs)
+        with single_threaded_blas():
+            times[n_jobs] = best_time(lambda: evaluate(
+                data, lambda chunk, unary, transition, workspace: unlabelled_terms(
+                    chunk, unary, transition, workspace, "lattice"), state, transition),
+                repeat)
+    print(f"(c) unlabelled terms over {len(data.chunks)} chunks: n_jobs=1 {times[1]:.3f} s, "
+          f"n_jobs=2 {times[2]:.3f} s, speed-up {times[1] / times[2]:.2f}x (target >= 1.6x)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA))
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    sequences, _, state, transition = cost_ratio(args.data_dir, args.repeat)
+    scaling(args.repeat)
+    parallel_speedup(sequences, state, transition, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
