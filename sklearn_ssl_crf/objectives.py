@@ -39,7 +39,7 @@ def log_likelihood(packed, unary, transition, workspace=None):
     d_transition = packed.transition_counts - lattice.edge_marginal_sum()
     d_unary = lattice.node_marginals(overwrite=True)
     np.negative(d_unary, out=d_unary)
-    gold = packed.flat_label_index(unary.shape[1])
+    gold = packed.label_index
     d_unary.reshape(-1)[gold] += 1.0
     gold_score = unary.reshape(-1)[gold].sum() + (packed.transition_counts * transition).sum()
     return gold_score - lattice.log_z.sum(), d_unary, d_transition

@@ -43,22 +43,20 @@ class PackedSequences:
         Labels in packed order.
     transition_counts : ndarray of shape (n_labels, n_labels) or None
         How often label ``i`` is followed by label ``j`` in the labelled sequences.
+    label_index : ndarray of int64 or None
+        Index of every token's label in a raveled (n_tokens, n_labels) array.
     """
 
     def __init__(self, matrix, lengths, labels=None, n_labels=None):
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.layout = ChainLayout(self.lengths)
         self.matrix = matrix[self.layout.order]
-        self.labels = None
-        self.transition_counts = None
+        self.labels = self.transition_counts = self.label_index = None
         if labels is not None:
             labels = np.asarray(labels, dtype=np.int64)
             self.labels = labels[self.layout.order]
             self.transition_counts = _transition_counts(labels, self.lengths, n_labels)
-
-    def flat_label_index(self, n_labels):
-        """Index of every token's gold label in a raveled (n_tokens, n_labels) array."""
-        return np.arange(self.n_tokens) * n_labels + self.labels
+            self.label_index = np.arange(self.labels.size) * n_labels + self.labels
 
     @property
     def n_tokens(self):

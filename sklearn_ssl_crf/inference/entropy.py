@@ -214,35 +214,34 @@ def additive_expectation_batch(lattice, unary_terms=None, transition_terms=None)
             carried = carried + b
         forward[rows] = a[rows] + (given_current * carried).sum(axis=1)
 
+    # E[g] of a chain is sum_s p(y_t = s) A_t(s) at its last position (nothing follows), so it
+    # is known now, and the backward pass can accumulate the transition gradient as it goes.
+    slots = np.flatnonzero(layout.lengths[layout.sequence_order] > 0)
+    last_rows = layout.block_starts[layout.lengths[layout.sequence_order][slots] - 1] + slots
+    slot_expectation = np.einsum("ns,ns->n", node[last_rows], forward[last_rows])
+    row_expectation = slot_expectation[layout.row_slots]
+
+    d_transition = np.zeros((n_labels, n_labels))
     last = layout.max_length - 1
     backward[layout.block(last)] = 0.0
     for t in range(last, 0, -1):
         rows = layout.block(t)
         previous = layout.block(t - 1, layout.batch_sizes[t])
-        # p(y_t = j | y_{t-1} = i): the edge marginal over the node marginal of y_{t-1}.
-        given_previous = _conditional(lattice.edge_block(t), node[previous][:, :, None])
-        ahead = (a[rows] + backward[rows])[:, None, :]
+        edges = lattice.edge_block(t)
+        ahead = a[rows] + backward[rows]
+        # E[g | y_{t-1}=i, y_t=j] - E[g] = A_{t-1}(i) + b(i, j) + a_t(j) + B_t(j) - E[g]
+        d_transition += np.einsum("nij,ni->ij", edges,
+                                  forward[previous] - row_expectation[rows][:, None])
+        d_transition += np.einsum("nij,nj->ij", edges, ahead)
         if b is not None:
-            ahead = ahead + b
+            d_transition += b * edges.sum(axis=0)
+        # p(y_t = j | y_{t-1} = i): the edge marginal over the node marginal of y_{t-1}.
+        given_previous = _conditional(edges, node[previous][:, :, None])
+        ahead = ahead[:, None, :] if b is None else ahead[:, None, :] + b
         backward[previous] = (given_previous * ahead).sum(axis=2)
         backward[previous.stop:layout.block(t - 1).stop] = 0.0
 
-    first = layout.block(0)
-    slot_expectation = np.einsum("ns,ns->n", node[first], forward[first] + backward[first])
-    row_expectation = slot_expectation[layout.row_slots]
     d_unary = node * (forward + backward - row_expectation[:, None])
-
-    d_transition = np.zeros((n_labels, n_labels))
-    for t in range(1, layout.max_length):
-        rows = layout.block(t)
-        previous = layout.block(t - 1, layout.batch_sizes[t])
-        edges = lattice.edge_block(t)
-        # E[g | y_{t-1}=i, y_t=j] - E[g] = A_{t-1}(i) + b(i, j) + a_t(j) + B_t(j) - E[g]
-        before = forward[previous] - row_expectation[rows][:, None]
-        d_transition += np.einsum("nij,ni->ij", edges, before)
-        d_transition += np.einsum("nij,nj->ij", edges, a[rows] + backward[rows])
-        if b is not None:
-            d_transition += b * edges.sum(axis=0)
 
     expectation = np.zeros(layout.n_sequences)
     expectation[layout.sequence_order[:layout.batch_sizes[0]]] = slot_expectation

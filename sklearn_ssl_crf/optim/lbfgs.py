@@ -114,8 +114,8 @@ def minimize_lbfgs(
     reason = None
     max_iterations = np.inf if max_iterations is None else max_iterations
 
+    steepest = pseudo_gradient(x, gradient, c1)
     while len(log) < max_iterations:
-        steepest = pseudo_gradient(x, gradient, c1)
         if not np.any(steepest):
             reason = "converged: zero gradient"
             break
@@ -142,9 +142,10 @@ def minimize_lbfgs(
             break
         history.push(x_new, x, gradient_new, gradient)
         x, value, gradient, loss = x_new, value_new, gradient_new, loss_new
+        steepest = pseudo_gradient(x, gradient, c1)
 
         feature_norm = float(np.linalg.norm(x))
-        error_norm = float(np.linalg.norm(pseudo_gradient(x, gradient, c1)))
+        error_norm = float(np.linalg.norm(steepest))
         entry = {
             "num": len(log) + 1,
             "loss": float(loss),
