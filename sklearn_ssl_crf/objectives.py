@@ -7,7 +7,7 @@ import numpy as np
 
 from .inference import chain_lattice
 from .inference.covariance import covariance_entropy_gradient
-from .inference.entropy import additive_expectation_batch, position_entropies
+from .inference.entropy import additive_expectation_batch
 
 __all__ = ["log_likelihood", "unlabelled_terms", "label_count_gradient"]
 
@@ -69,14 +69,14 @@ def unlabelled_terms(packed, unary, transition, workspace=None, entropy_gradient
         Sum over tokens of ``p(y_t = s | x)``.
     """
     lattice = chain_lattice(unary, transition, packed.layout, workspace)
-    _, conditional = position_entropies(lattice)
-    label_sums = lattice.node_marginals().sum(axis=0)
-    d_unary = d_transition = None
-    if entropy_gradient == "lattice":
-        _, d_unary, d_transition = additive_expectation_batch(lattice, unary, transition)
-    elif entropy_gradient == "covariance":
+    # H = log Z - E[score]: the score is additive, so its expectation and (for the lattice
+    # method) its covariance with the features, the entropy gradient, come from one pass.
+    expected_score, d_unary, d_transition = additive_expectation_batch(
+        lattice, unary, transition, gradient=entropy_gradient == "lattice")
+    label_sums = np.ones(unary.shape[0]) @ lattice.node_marginals(overwrite=True)
+    if entropy_gradient == "covariance":
         d_unary, d_transition = _covariance_gradient(unary, transition, packed.layout)
-    return -conditional.sum(), d_unary, d_transition, label_sums
+    return float(expected_score.sum() - lattice.log_z.sum()), d_unary, d_transition, label_sums
 
 
 def label_count_gradient(packed, unary, transition, label_weights, workspace=None):

@@ -8,9 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
-from sklearn_ssl_crf.inference import ChainLayout, chain_lattice
+from sklearn_ssl_crf.inference import ChainLayout, Workspace, chain_lattice
+from sklearn_ssl_crf.inference.chain import LogSpaceLattice, ScaledLattice
 from sklearn_ssl_crf.inference.entropy import (
     additive_expectation,
+    additive_expectation_batch,
     entropy_batch,
     entropy_gradient,
     sequence_entropy,
@@ -183,6 +185,31 @@ def test_batched_entropy_equals_single_chains(lengths, seed):
                                    atol=1e-12)
         expected_transition += single_transition
     np.testing.assert_allclose(d_transition, expected_transition, atol=1e-11)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=7).filter(any), st.integers(1, 4),
+       st.integers(0, 2**32 - 1), st.booleans(), st.booleans())
+def test_scaled_and_log_space_recursions_agree(lengths, n_labels, seed, with_a, with_b):
+    """The division-free recursions on a scaled lattice equal the conditional-probability
+    recursions on a log-space lattice, for ragged batches and any additive function."""
+    rng = np.random.default_rng(seed)
+    layout = ChainLayout(lengths)
+    unary = rng.normal(size=(layout.n_rows, n_labels))
+    transition = rng.normal(size=(n_labels, n_labels))
+    a = rng.normal(size=unary.shape) if with_a else None
+    b = rng.normal(size=transition.shape) if with_b else None
+    scaled = additive_expectation_batch(ScaledLattice(unary, transition, layout, Workspace()),
+                                        a, b)
+    log_space = additive_expectation_batch(LogSpaceLattice(unary, transition, layout), a, b)
+    for ours, reference in zip(scaled, log_space):
+        np.testing.assert_allclose(ours, reference, atol=1e-11)
+    for lattice in (ScaledLattice(unary, transition, layout, Workspace()),
+                    LogSpaceLattice(unary, transition, layout)):
+        expectation, d_unary, d_transition = additive_expectation_batch(lattice, a, b,
+                                                                        gradient=False)
+        np.testing.assert_allclose(expectation, log_space[0], atol=1e-11)
+        assert d_unary is None and d_transition is None
 
 
 def test_long_chain_with_large_potentials():

@@ -33,6 +33,9 @@ class ChainLayout:
         Packed row ``r`` is token ``order[r]`` of the sequences laid end to end.
     row_slots : ndarray of int64 of shape (n_rows,)
         Batch slot of every row.
+    previous_rows : ndarray of int64 of shape (n_rows - batch_sizes[0],)
+        For the rows of positions ``t >= 1`` (packed rows ``block_starts[1]:``), the row of
+        the same chain at ``t - 1``.
     """
 
     def __init__(self, lengths):
@@ -48,6 +51,9 @@ class ChainLayout:
         self.n_rows = int(self.block_starts[-1])
         positions = np.repeat(np.arange(max_length), self.batch_sizes)
         self.row_slots = np.arange(self.n_rows) - self.block_starts[positions]
+        # Row r at position t >= 1 follows row r - batch_sizes[t - 1].
+        later = np.arange(self.batch_sizes[0] if max_length else 0, self.n_rows)
+        self.previous_rows = later - self.batch_sizes[positions[later] - 1]
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         self.order = offsets[self.sequence_order][self.row_slots] + positions
 

@@ -157,6 +157,10 @@ class ScaledLattice:
 
     ``alpha`` rows are p(y_t | x_1..t) up to the potentials' shift, ``scale`` their
     normalisers, and ``beta`` is scaled so that ``alpha * beta`` is the node marginal.
+    ``scaled_emission`` is ``exp(unary - row max) / scale``, so that
+    ``alpha[t] = scaled_emission[t] * (alpha[t-1] @ exp_transition)``, and ``weighted`` is
+    ``scaled_emission * beta`` (rows of positions >= 1): the edge marginal into row ``t`` is
+    ``alpha[t-1][:, None] * exp_transition * weighted[t]``.
     Several times faster than log-sum-exp; ``is_exact`` is False (and log space is used) when
     some normaliser is so small that values lost to underflow could matter, or ``beta``
     overflowed.
@@ -169,6 +173,8 @@ class ScaledLattice:
         np.exp(emission, out=emission)
         transition_max = transition.max()
         exp_transition = np.exp(transition - transition_max)
+        # Row sums as a product with ones: NumPy's sum over a short last axis is ~10x slower.
+        ones = np.ones(unary.shape[1])
 
         alpha = workspace.array("alpha", unary.shape)
         scale = workspace.array("scale", unary.shape[:1])
@@ -181,7 +187,7 @@ class ScaledLattice:
                     current *= emission[rows]
                 else:
                     current = emission[rows]
-                scale[rows] = current.sum(axis=1)
+                np.matmul(current, ones, out=scale[rows])
                 np.divide(current, scale[rows, None], out=alpha[rows])
 
         # Terms lost to underflow are below 5e-324; with every normaliser above _MIN_SCALE
@@ -189,33 +195,29 @@ class ScaledLattice:
         self.is_exact = bool(np.all(scale > _MIN_SCALE) and np.all(np.isfinite(scale)))
         if not self.is_exact:
             return
-        # weighted = emission * beta / scale: the factor shared by the backward step and the
-        # edge marginals, so it is computed once (rows of position 0 are unused).
+        scaled_emission = np.divide(emission, scale[:, None], out=emission)
         beta = workspace.array("beta", unary.shape)
-        # The backward pass reads each emission block once, so the weighted factor (see
-        # below) overwrites it in place: one (n_rows, S) array less.
-        weighted = emission
-        # sum_t alpha[t-1]^T weighted[t]: the expected transition counts up to exp(T), summed
-        # while both blocks are in cache.
-        edge_sum = np.zeros_like(exp_transition)
+        weighted = workspace.array("weighted", unary.shape)
         last = layout.max_length - 1
         beta[layout.block(last)] = 1.0
         for t in range(last, 0, -1):
             rows = layout.block(t)
-            weighted[rows] *= beta[rows]
-            weighted[rows] /= scale[rows, None]
+            np.multiply(scaled_emission[rows], beta[rows], out=weighted[rows])
             continuing = layout.block(t - 1, layout.batch_sizes[t])
             np.matmul(weighted[rows], exp_transition.T, out=beta[continuing])
-            edge_sum += alpha[continuing].T @ weighted[rows]
             # Chains whose last position is t - 1 start the backward pass there.
             beta[continuing.stop:layout.block(t - 1).stop] = 1.0
-        self._edge_sum = edge_sum * exp_transition
+        # sum_t alpha[t-1]^T weighted[t]: the expected transition counts up to exp(T), in one
+        # product (np.take gathers rows several times faster than fancy indexing).
+        later = slice(layout.n_rows - layout.previous_rows.size, layout.n_rows)
+        self._edge_sum = exp_transition * (np.take(alpha, layout.previous_rows, axis=0).T
+                                           @ weighted[later])
         # beta can overflow only for labels whose forward mass underflowed to 0.
         self.is_exact = bool(np.isfinite(beta).all())
 
-        self.layout, self.unary_shape = layout, unary.shape
+        self.layout, self.unary_shape, self.workspace = layout, unary.shape, workspace
         self.alpha, self.beta, self.weighted = alpha, beta, weighted
-        self.exp_transition = exp_transition
+        self.scaled_emission, self.exp_transition = scaled_emission, exp_transition
         self.log_z = (layout.per_sequence_sum(np.log(scale) + row_max)
                       + np.maximum(layout.lengths - 1, 0) * transition_max)
 

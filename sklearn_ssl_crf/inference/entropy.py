@@ -22,7 +22,7 @@ sum_{a<t<=b} H(Y_t | Y_{t-1})``, in constant time per span with prefix sums (the
 import numpy as np
 
 from .batching import ChainLayout
-from .chain import chain_lattice, check_potentials
+from .chain import ScaledLattice, chain_lattice, check_potentials
 
 __all__ = [
     "sequence_entropy",
@@ -181,7 +181,8 @@ def position_entropies(lattice):
     return node, conditional
 
 
-def additive_expectation_batch(lattice, unary_terms=None, transition_terms=None):
+def additive_expectation_batch(lattice, unary_terms=None, transition_terms=None,
+                               gradient=True):
     """`additive_expectation` for all chains of a lattice.
 
     Parameters
@@ -189,13 +190,104 @@ def additive_expectation_batch(lattice, unary_terms=None, transition_terms=None)
     lattice : ScaledLattice or LogSpaceLattice
     unary_terms : ndarray of shape (n_rows, S), default=None
     transition_terms : ndarray of shape (S, S), default=None
+    gradient : bool, default=True
+        False: only the expectations (the forward pass); the gradients are None.
 
     Returns
     -------
     expectation : ndarray of shape (n_sequences,)
-    d_unary : ndarray of shape (n_rows, S)
-    d_transition : ndarray of shape (S, S)
+    d_unary : ndarray of shape (n_rows, S) or None
+        With a `ScaledLattice`, a work array of its workspace, overwritten by the next use.
+    d_transition : ndarray of shape (S, S) or None
     """
+    if isinstance(lattice, ScaledLattice):
+        return _scaled_additive_expectation(lattice, unary_terms, transition_terms, gradient)
+    return _conditional_additive_expectation(lattice, unary_terms, transition_terms, gradient)
+
+
+def _scaled_additive_expectation(lattice, a, b, gradient):
+    """The entropy-lattice recursions on a `ScaledLattice`'s own factors, without forming
+    conditional or edge tensors.
+
+    With ``A_t(s) = E[terms up to t | y_t = s]`` and ``B_t(s) = E[terms after t | y_t = s]``,
+    the recursions carry ``G = alpha * A`` and ``Z = beta * (B - E[g])``: both are linear in
+    the previous position, like forward-backward, so the conditionals' normalisers cancel and
+    nothing is divided. Per position, each pass costs one (batch, S) x (S, S) product.
+    """
+    layout, workspace = lattice.layout, lattice.workspace
+    alpha, beta, scaled_emission = lattice.alpha, lattice.beta, lattice.scaled_emission
+    exp_transition = lattice.exp_transition
+    n_rows, n_labels = alpha.shape
+    later = slice(n_rows - layout.previous_rows.size, n_rows)  # rows of positions >= 1
+    # np.take is several times faster than fancy indexing for gathering rows.
+    alpha_previous = np.take(alpha, layout.previous_rows, axis=0)
+
+    # Forward: G_t = alpha_t * a_t + scaled_emission_t * (G_{t-1} @ E + alpha_{t-1} @ (E * b)).
+    forward = workspace.array("additive_forward", alpha.shape)
+    if a is None:
+        forward[...] = 0.0
+    else:
+        np.multiply(alpha, a, out=forward)
+    if b is not None:
+        forward[later] += scaled_emission[later] * (alpha_previous @ (exp_transition * b))
+    for t, size in enumerate(layout.batch_sizes[1:], start=1):
+        rows = layout.block(t)
+        carried = forward[layout.block(t - 1, size)] @ exp_transition
+        carried *= scaled_emission[rows]
+        forward[rows] += carried
+
+    # E[g] of a chain: sum_s p(y_t = s) A_t(s) at its last position, where beta = 1.
+    slots = np.flatnonzero(layout.lengths[layout.sequence_order] > 0)
+    last_rows = layout.block_starts[layout.lengths[layout.sequence_order][slots] - 1] + slots
+    slot_expectation = forward[last_rows] @ np.ones(n_labels)
+    expectation = np.zeros(layout.n_sequences)
+    expectation[layout.sequence_order[:layout.batch_sizes[0]]] = slot_expectation
+    if not gradient:
+        return expectation, None, None
+
+    # Backward: Z_{t-1} = ahead_t @ E.T + weighted_t @ (E * b).T, where
+    # ahead_t = scaled_emission_t * (beta_t * a_t + Z_t), and Z = -E[g] at a chain's end.
+    weighted = lattice.weighted
+    backward = workspace.array("additive_backward", alpha.shape)
+    ahead = workspace.array("additive_ahead", alpha.shape)
+    np.multiply(beta, scaled_emission, out=ahead)
+    if a is None:
+        ahead[...] = 0.0
+    else:
+        ahead *= a
+    backward[last_rows] = -slot_expectation[:, None]
+    ahead[last_rows] -= scaled_emission[last_rows] * slot_expectation[:, None]
+    if b is not None:
+        transition_terms = weighted[later] @ (exp_transition * b).T
+    carried = np.empty((layout.batch_sizes[1] if layout.max_length > 1 else 0, n_labels))
+    for t in range(layout.max_length - 1, 0, -1):
+        rows = layout.block(t)
+        continuing = layout.block(t - 1, layout.batch_sizes[t])
+        np.matmul(ahead[rows], exp_transition.T, out=backward[continuing])
+        if b is not None:
+            backward[continuing] += transition_terms[rows.start - later.start:
+                                                     rows.stop - later.start]
+        step = np.multiply(backward[continuing], scaled_emission[continuing],
+                           out=carried[:rows.stop - rows.start])
+        ahead[continuing] += step
+
+    # p_t(s) (A_t + B_t - E[g]) = beta * G + alpha * Z
+    d_unary = workspace.array("additive_gradient", alpha.shape)
+    np.multiply(beta, forward, out=d_unary)
+    backward *= alpha
+    d_unary += backward
+    # sum_t p(y_{t-1} = i, y_t = j) (A_{t-1}(i) + b(i, j) + a_t(j) + B_t(j) - E[g])
+    forward_previous = np.take(forward, layout.previous_rows, axis=0)
+    d_transition = exp_transition * (forward_previous.T @ weighted[later]
+                                     + alpha_previous.T @ ahead[later])
+    if b is not None:
+        d_transition += b * lattice.edge_marginal_sum()
+    return expectation, d_unary, d_transition
+
+
+def _conditional_additive_expectation(lattice, unary_terms, transition_terms, gradient):
+    """The entropy-lattice recursions through the conditionals ``p(y_{t-1} | y_t)`` and
+    ``p(y_t | y_{t-1})``, from edge and node marginals: any lattice, including log space."""
     layout = lattice.layout
     node = lattice.node_marginals()
     n_rows, n_labels = node.shape
@@ -219,6 +311,10 @@ def additive_expectation_batch(lattice, unary_terms=None, transition_terms=None)
     slots = np.flatnonzero(layout.lengths[layout.sequence_order] > 0)
     last_rows = layout.block_starts[layout.lengths[layout.sequence_order][slots] - 1] + slots
     slot_expectation = np.einsum("ns,ns->n", node[last_rows], forward[last_rows])
+    expectation = np.zeros(layout.n_sequences)
+    expectation[layout.sequence_order[:layout.batch_sizes[0]]] = slot_expectation
+    if not gradient:
+        return expectation, None, None
     row_expectation = slot_expectation[layout.row_slots]
 
     d_transition = np.zeros((n_labels, n_labels))
@@ -242,9 +338,6 @@ def additive_expectation_batch(lattice, unary_terms=None, transition_terms=None)
         backward[previous.stop:layout.block(t - 1).stop] = 0.0
 
     d_unary = node * (forward + backward - row_expectation[:, None])
-
-    expectation = np.zeros(layout.n_sequences)
-    expectation[layout.sequence_order[:layout.batch_sizes[0]]] = slot_expectation
     return expectation, d_unary, d_transition
 
 
