@@ -63,8 +63,9 @@ class CRF(BaseCRF):
     verbose : bool, default=False
         Print the objective (and the dev score, when given) after every iteration.
     n_jobs : int, default=None
-        Threads over which each objective evaluation spreads its chunks of sequences (the
-        model is the same for any value). None: one.
+        Worker processes over which each objective evaluation spreads its chunks of sequences
+        (the model is the same for any value; the chunks are memory-mapped, not copied, into
+        the workers). None: one, in this process.
 
     Attributes
     ----------

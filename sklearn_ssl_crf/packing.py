@@ -2,15 +2,19 @@
 potentials: ``unary = X @ W`` forward, ``dW = X.T @ d_unary`` back.
 
 Training data is packed in chunks of consecutive sequences, evaluated one after another (or
-on ``n_jobs`` threads) with reused work arrays, so memory holds one chunk's work at a time
-per worker, whatever the size of the corpus. Chunk boundaries depend only on the data, so
-sums over chunks are the same for any ``n_jobs``.
+in ``n_jobs`` worker processes) with reused work arrays, so memory holds one chunk's work at
+a time per worker, whatever the size of the corpus. Chunk boundaries depend only on the data
+and results are summed in chunk order, so the sums are the same for any ``n_jobs``.
 """
 
-import queue
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
 
+import joblib
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 
 from .inference import ChainLayout, Workspace
 
@@ -90,7 +94,10 @@ class ChunkedSequences:
         Label index of every token of ``sequences``.
     n_labels : int, default=None
     n_jobs : int, default=None
-        Threads used by `map`; None or 1 runs the chunks one after another.
+        Worker processes used by `map`; None or 1 runs the chunks one after another in this
+        process. With several, the chunks are written once to memory-mapped files in a
+        temporary folder (removed with this object) that the workers map instead of
+        receiving copies, and this object maps them too, so the data is held once.
     chunk_tokens : int, default=None
         None: `CHUNK_TOKENS`.
 
@@ -109,28 +116,45 @@ class ChunkedSequences:
                 None if labels is None else labels[rows], n_labels,
             ))
         self.n_jobs = n_jobs
-        # Work arrays of finished calls, reused by the next ones: as many sets as calls ever
-        # ran at once.
-        self._idle_workspaces = queue.SimpleQueue()
+        self._workspace = Workspace()
+        self._paths = None
+        if effective_n_jobs(n_jobs) > 1 and len(self.chunks) > 1:
+            folder = tempfile.mkdtemp(prefix="sklearn_ssl_crf_")
+            weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+            self._paths = []
+            for k, chunk in enumerate(self.chunks):
+                path = str(Path(folder) / f"chunk{k}.pkl")
+                joblib.dump(chunk, path)
+                self._paths.append(path)
+                self.chunks[k] = joblib.load(path, mmap_mode="r")
 
     def map(self, function, *args):
         """``function(chunk, workspace, *args)`` for every chunk, results in chunk order.
 
         A generator: results are produced as they are consumed, so a caller that sums them
-        holds few at a time. The workspace is the call's own until it returns.
+        holds few at a time. ``function`` must be picklable (defined at module level) when
+        ``n_jobs > 1``.
         """
-        def run(chunk):
-            try:
-                workspace = self._idle_workspaces.get_nowait()
-            except queue.Empty:
-                workspace = Workspace()
-            try:
-                return function(chunk, workspace, *args)
-            finally:
-                self._idle_workspaces.put(workspace)
+        if self._paths is None:
+            return (function(chunk, self._workspace, *args) for chunk in self.chunks)
+        return Parallel(n_jobs=self.n_jobs, return_as="generator")(
+            delayed(_run_stored)(path, function, args) for path in self._paths)
 
-        return Parallel(n_jobs=self.n_jobs, prefer="threads", return_as="generator")(
-            delayed(run)(chunk) for chunk in self.chunks)
+
+# In a worker process: the chunks it has mapped (of the newest folder only) and its one
+# set of work arrays.
+_stored_chunks = {}
+_worker_workspace = Workspace()
+
+
+def _run_stored(path, function, args):
+    chunk = _stored_chunks.get(path)
+    if chunk is None:
+        folder = str(Path(path).parent)
+        for stale in [key for key in _stored_chunks if not key.startswith(folder)]:
+            del _stored_chunks[stale]
+        chunk = _stored_chunks[path] = joblib.load(path, mmap_mode="r")
+    return function(chunk, _worker_workspace, *args)
 
 
 def _chunk_bounds(offsets, chunk_tokens):

@@ -60,8 +60,8 @@ class EntropyRegularizedCRF(CRF):
 all_possible_states, all_possible_transitions, verbose
         As in `CRF`; ``max_iterations`` bounds each of the two phases.
     n_jobs : int, default=None
-        Threads over which the chunks of labelled and unlabelled sequences are spread; the
-        model is the same for any value.
+        Worker processes over which the chunks of labelled and unlabelled sequences are
+        spread; the model is the same for any value.
 
     Attributes
     ----------
