@@ -3,9 +3,11 @@
 (a) One evaluation of the unlabelled terms (negative entropy, value and lattice gradient,
     sparse products included) over the BC2GM training sentences, divided by one supervised
     log-likelihood evaluation on the same sentences. Mann & McCallum report about 1.5x.
-(b) `covariance_entropy_gradient` (Jiao et al., O(n^2 S^3)) against `entropy_gradient`
-    (lattices, O(n S^2)) on random chains of length 10 ... 160, S = 3 and 22.
-(c) The unlabelled terms with n_jobs=2 against n_jobs=1.
+(b) `covariance_entropy_gradient` (Jiao et al., O(n^2 S^3)) against the lattice gradient
+    (O(n S^2)) on random chains of length 10 ... 640, S = 3 and 22: the ratio should grow
+    about linearly in n (log-log slope about 1) once the arithmetic outweighs the per-step
+    Python overhead.
+(c) The unlabelled terms with n_jobs=2 (worker processes) against n_jobs=1.
 
 Usage::
 
@@ -20,11 +22,13 @@ import numpy as np
 
 from sklearn_ssl_crf import CRF
 from sklearn_ssl_crf._threads import single_threaded_blas
+from sklearn_ssl_crf.crf import _chunk_log_likelihood, _sum_in_order
 from sklearn_ssl_crf.datasets import load_bc2gm
 from sklearn_ssl_crf.featurize import WindowFeatures
-from sklearn_ssl_crf.inference import covariance_entropy_gradient, entropy_gradient
-from sklearn_ssl_crf.objectives import log_likelihood, unlabelled_terms
+from sklearn_ssl_crf.inference import ChainLayout, covariance_entropy_gradient, entropy_gradient
+from sklearn_ssl_crf.inference.entropy import entropy_batch
 from sklearn_ssl_crf.packing import ChunkedSequences
+from sklearn_ssl_crf.semi_supervised import _chunk_unlabelled_terms
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -38,13 +42,10 @@ def best_time(function, repeat):
     return min(times)
 
 
-def evaluate(data, function, state, transition):
-    """One pass of ``function`` over the chunks, sparse products included."""
-    def run(chunk, workspace):
-        terms = function(chunk, chunk.unary(state), transition, workspace)
-        return chunk.weight_gradient(terms[1])
-    for _ in data.map(run):
-        pass
+def evaluate(data, function, *args):
+    """One evaluation over the chunks as training runs it (sparse products included, results
+    summed in chunk order)."""
+    return _sum_in_order(data.map(function, *args))
 
 
 def cost_ratio(data_dir, repeat):
@@ -60,11 +61,10 @@ def cost_ratio(data_dir, repeat):
     state, transition = model.state_weights_, model.transition_weights_
 
     def supervised():
-        evaluate(labelled, log_likelihood, state, transition)
+        evaluate(labelled, _chunk_log_likelihood, state, transition)
 
     def entropy():
-        evaluate(unlabelled, lambda chunk, unary, transition, workspace: unlabelled_terms(
-            chunk, unary, transition, workspace, "lattice"), state, transition)
+        evaluate(unlabelled, _chunk_unlabelled_terms, state, transition, "lattice")
 
     with single_threaded_blas():
         t_supervised, t_entropy = best_time(supervised, repeat), best_time(entropy, repeat)
@@ -78,20 +78,37 @@ def cost_ratio(data_dir, repeat):
     return sequences, unlabelled, state, transition
 
 
-def scaling(repeat):
+def scaling(repeat, batch=64):
+    """Seconds per sequence of both gradients. The lattice is timed as training runs it, on a
+    batch of ``batch`` chains (one loop over positions for all of them), and alone; the
+    covariance form is per sequence, as published."""
     rng = np.random.default_rng(0)
-    print("(b) seconds per sequence, best of", repeat, "\n")
-    print("| S | n | lattice | covariance | covariance / lattice |\n|---|---:|---:|---:|---:|")
+    lengths = (10, 20, 40, 80, 160, 320, 640)
+    print(f"(b) seconds per sequence, best of {repeat}; batched: {batch} chains at once\n")
+    print("| S | n | lattice, one chain | lattice, batched | covariance | "
+          "covariance / batched lattice |\n|---|---:|---:|---:|---:|---:|")
     with single_threaded_blas():
         for n_labels in (3, 22):
-            for n in (10, 20, 40, 80, 160):
+            ratios = []
+            for n in lengths:
                 unary = rng.normal(size=(n, n_labels))
                 transition = rng.normal(size=(n_labels, n_labels))
-                lattice = best_time(lambda: entropy_gradient(unary, transition), repeat)
+                layout = ChainLayout([n] * batch)
+                stacked = rng.normal(size=(n * batch, n_labels))
+                single = best_time(lambda: entropy_gradient(unary, transition), repeat)
+                batched = best_time(lambda: entropy_batch(stacked, transition, layout),
+                                    repeat) / batch
                 covariance = best_time(lambda: covariance_entropy_gradient(unary, transition),
                                        repeat)
-                print(f"| {n_labels} | {n} | {lattice:.5f} | {covariance:.5f} | "
-                      f"{covariance / lattice:.1f} |")
+                ratios.append(covariance / batched)
+                print(f"| {n_labels} | {n} | {single:.2e} | {batched:.2e} | {covariance:.2e} | "
+                      f"{ratios[-1]:.0f} |")
+            for low, high in ((10, 160), (160, 640)):
+                kept = [k for k, n in enumerate(lengths) if low <= n <= high]
+                slope = np.polyfit(np.log(np.take(lengths, kept)), np.log(np.take(ratios, kept)),
+                                   1)[0]
+                print(f"| {n_labels} | log-log slope of the ratio, n = {low}..{high} | | | | "
+                      f"{slope:.2f} |")
     print()
 
 
@@ -100,10 +117,9 @@ def parallel_speedup(sequences, state, transition, repeat):
     for n_jobs in (1, 2):
         data = ChunkedSequences(sequences, n_jobs=n_jobs)
         with single_threaded_blas():
+            evaluate(data, _chunk_unlabelled_terms, state, transition, "lattice")  # start workers
             times[n_jobs] = best_time(lambda: evaluate(
-                data, lambda chunk, unary, transition, workspace: unlabelled_terms(
-                    chunk, unary, transition, workspace, "lattice"), state, transition),
-                repeat)
+                data, _chunk_unlabelled_terms, state, transition, "lattice"), repeat)
     print(f"(c) unlabelled terms over {len(data.chunks)} chunks: n_jobs=1 {times[1]:.3f} s, "
           f"n_jobs=2 {times[2]:.3f} s, speed-up {times[1] / times[2]:.2f}x (target >= 1.6x)")
 

@@ -153,9 +153,10 @@ def entropy_batch(unary, transition, layout, workspace=None):
     d_transition : ndarray of shape (S, S)
     """
     lattice = chain_lattice(unary, transition, layout, workspace)
-    _, conditional = position_entropies(lattice)
-    _, d_unary, d_transition = additive_expectation_batch(lattice, unary, transition)
-    return layout.per_sequence_sum(conditional), d_unary, d_transition
+    # H = log Z - E[score]; the gradient is the score's covariance with the features.
+    expected_score, d_unary, d_transition = additive_expectation_batch(lattice, unary,
+                                                                       transition)
+    return lattice.log_z - expected_score, d_unary, d_transition
 
 
 def position_entropies(lattice):
