@@ -15,6 +15,7 @@ from sklearn_ssl_crf.inference.entropy import (
     additive_expectation_batch,
     entropy_batch,
     entropy_gradient,
+    position_entropies,
     sequence_entropy,
     subsequence_entropy,
 )
@@ -203,6 +204,10 @@ def test_scaled_and_log_space_recursions_agree(lengths, n_labels, seed, with_a, 
                                         a, b)
     log_space = additive_expectation_batch(LogSpaceLattice(unary, transition, layout), a, b)
     for ours, reference in zip(scaled, log_space):
+        np.testing.assert_allclose(ours, reference, atol=1e-11)
+    for ours, reference in zip(
+            position_entropies(ScaledLattice(unary, transition, layout, Workspace())),
+            position_entropies(LogSpaceLattice(unary, transition, layout))):
         np.testing.assert_allclose(ours, reference, atol=1e-11)
     for lattice in (ScaledLattice(unary, transition, layout, Workspace()),
                     LogSpaceLattice(unary, transition, layout)):

@@ -20,6 +20,7 @@ sum_{a<t<=b} H(Y_t | Y_{t-1})``, in constant time per span with prefix sums (the
 """
 
 import numpy as np
+from scipy.special import xlogy
 
 from .batching import ChainLayout
 from .chain import ScaledLattice, chain_lattice, check_potentials
@@ -171,6 +172,8 @@ def position_entropies(lattice):
         a chain's entropy is the sum of its rows, a span's is ``node`` at its first row plus
         ``conditional`` over the rest.
     """
+    if isinstance(lattice, ScaledLattice):
+        return _scaled_position_entropies(lattice)
     layout = lattice.layout
     node_marginals = lattice.node_marginals()
     node = -_xlogx(node_marginals).sum(axis=1)
@@ -179,6 +182,32 @@ def position_entropies(lattice):
         # H(Y_t | Y_{t-1}) = H(Y_{t-1}, Y_t) - H(Y_{t-1})
         joint = -_xlogx(lattice.edge_block(t)).sum(axis=(1, 2))
         conditional[layout.block(t)] = joint - node[layout.block(t - 1, layout.batch_sizes[t])]
+    return node, conditional
+
+
+def _scaled_position_entropies(lattice):
+    """`position_entropies` from a `ScaledLattice`'s factors, for all rows at once.
+
+    ``p(y_t = j | y_{t-1} = i) = E(i, j) weighted_t(j) / beta_{t-1}(i)``, so
+    ``H(Y_t | Y_{t-1}) = -sum_ij p(i, j) log E(i, j) - sum_j p_t(j) log weighted_t(j)
+    + sum_i p_{t-1}(i) log beta_{t-1}(i)``, and the first sum is
+    ``alpha_{t-1} . (weighted_t @ (E log E).T)``: no edge tensors, no loop over positions.
+    """
+    layout, alpha, beta = lattice.layout, lattice.alpha, lattice.beta
+    n_rows, n_labels = alpha.shape
+    later = slice(n_rows - layout.previous_rows.size, n_rows)
+    ones = np.ones(n_labels)
+    marginals = lattice.node_marginals()
+    node = -_xlogx(marginals) @ ones
+    conditional = node.copy()
+    weighted = lattice.weighted[later]
+    previous_marginals = np.take(marginals, layout.previous_rows, axis=0)
+    transition_part = (np.take(alpha, layout.previous_rows, axis=0)
+                       * (weighted @ _xlogx(lattice.exp_transition).T))
+    terms = (xlogy(previous_marginals, np.take(beta, layout.previous_rows, axis=0))
+             - xlogy(marginals[later], weighted) - transition_part)
+    # A conditional entropy is non-negative; rounding of the three sums can dip below 0.
+    conditional[later] = np.maximum(terms @ ones, 0.0)
     return node, conditional
 
 
