@@ -7,7 +7,8 @@
     (O(n S^2)) on random chains of length 10 ... 640, S = 3 and 22: the ratio should grow
     about linearly in n (log-log slope about 1) once the arithmetic outweighs the per-step
     Python overhead.
-(c) The unlabelled terms with n_jobs=2 (worker processes) against n_jobs=1.
+(c) The unlabelled terms with n_jobs=2 (worker processes) against n_jobs=1; and the peak
+    memory of one evaluation for a quarter, half and all of the sentences.
 
 Usage::
 
@@ -16,6 +17,7 @@ Usage::
 
 import argparse
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -124,6 +126,26 @@ def parallel_speedup(sequences, state, transition, repeat):
           f"n_jobs=2 {times[2]:.3f} s, speed-up {times[1] / times[2]:.2f}x (target >= 1.6x)")
 
 
+def memory(sequences, state, transition):
+    """Peak memory allocated by one evaluation of the unlabelled terms (work arrays included,
+    the packed data not) for growing numbers of sentences: it should stay flat."""
+    print("\n(c') peak memory allocated during one evaluation, fresh work arrays\n")
+    print("| sentences | tokens | packed data (MB) | peak during the evaluation (MB) |\n"
+          "|---:|---:|---:|---:|")
+    for fraction in (0.25, 0.5, 1.0):
+        subset = sequences[:int(len(sequences) * fraction)]
+        data = ChunkedSequences(subset)
+        stored = sum(chunk.matrix.data.nbytes + chunk.matrix.indices.nbytes
+                     + chunk.matrix.indptr.nbytes for chunk in data.chunks)
+        with single_threaded_blas():
+            tracemalloc.start()
+            evaluate(data, _chunk_unlabelled_terms, state, transition, "lattice")
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        print(f"| {len(subset):,} | {subset.n_tokens:,} | {stored / 1e6:.0f} | "
+              f"{peak / 1e6:.0f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -133,6 +155,7 @@ def main():
     sequences, _, state, transition = cost_ratio(args.data_dir, args.repeat)
     scaling(args.repeat)
     parallel_speedup(sequences, state, transition, args.repeat)
+    memory(sequences, state, transition)
 
 
 if __name__ == "__main__":
