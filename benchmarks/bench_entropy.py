@@ -12,7 +12,7 @@
 
 Usage::
 
-    python benchmarks/bench_entropy.py [--data-dir ../shared/data] [--repeat 5]
+    python benchmarks/bench_entropy.py [--data-dir ../shared/data] [--repeat 5] [--parts abc]
 """
 
 import argparse
@@ -151,11 +151,18 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA))
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--parts", default="abc",
+                        help="which parts to run, e.g. 'ab' (c needs a and two idle cores)")
     args = parser.parse_args()
-    sequences, _, state, transition = cost_ratio(args.data_dir, args.repeat)
-    scaling(args.repeat)
-    parallel_speedup(sequences, state, transition, args.repeat)
-    memory(sequences, state, transition)
+    if "a" in args.parts:
+        sequences, _, state, transition = cost_ratio(args.data_dir, args.repeat)
+    if "b" in args.parts:
+        scaling(args.repeat)
+    if "c" in args.parts:
+        if "a" not in args.parts:
+            parser.error("part c reuses the data of part a")
+        parallel_speedup(sequences, state, transition, args.repeat)
+        memory(sequences, state, transition)
 
 
 if __name__ == "__main__":

@@ -280,11 +280,12 @@ def _scaled_additive_expectation(lattice, a, b, gradient):
     weighted = lattice.weighted
     backward = workspace.array("additive_backward", alpha.shape)
     ahead = workspace.array("additive_ahead", alpha.shape)
-    np.multiply(beta, scaled_emission, out=ahead)
     if a is None:
         ahead[...] = 0.0
     else:
-        ahead *= a
+        first = layout.block(0)
+        np.multiply(weighted[later], a[later], out=ahead[later])
+        np.multiply(beta[first] * scaled_emission[first], a[first], out=ahead[first])
     backward[last_rows] = -slot_expectation[:, None]
     ahead[last_rows] -= scaled_emission[last_rows] * slot_expectation[:, None]
     if b is not None:
