@@ -150,8 +150,8 @@ _worker_workspace = Workspace()
 def _run_stored(path, function, args):
     chunk = _stored_chunks.get(path)
     if chunk is None:
-        folder = str(Path(path).parent)
-        for stale in [key for key in _stored_chunks if not key.startswith(folder)]:
+        folder = Path(path).parent
+        for stale in [key for key in _stored_chunks if Path(key).parent != folder]:
             del _stored_chunks[stale]
         chunk = _stored_chunks[path] = joblib.load(path, mmap_mode="r")
     return function(chunk, _worker_workspace, *args)

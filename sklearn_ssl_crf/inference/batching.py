@@ -33,9 +33,12 @@ class ChainLayout:
         Packed row ``r`` is token ``order[r]`` of the sequences laid end to end.
     row_slots : ndarray of int64 of shape (n_rows,)
         Batch slot of every row.
+    later_rows : slice
+        The rows of positions ``t >= 1`` (all rows after the first block).
     previous_rows : ndarray of int64 of shape (n_rows - batch_sizes[0],)
-        For the rows of positions ``t >= 1`` (packed rows ``block_starts[1]:``), the row of
-        the same chain at ``t - 1``.
+        For each of the ``later_rows``, the row of the same chain at ``t - 1``.
+    last_rows : ndarray of int64 of shape (batch_sizes[0],)
+        The row of each non-empty chain's last position, by batch slot.
     """
 
     def __init__(self, lengths):
@@ -52,8 +55,11 @@ class ChainLayout:
         positions = np.repeat(np.arange(max_length), self.batch_sizes)
         self.row_slots = np.arange(self.n_rows) - self.block_starts[positions]
         # Row r at position t >= 1 follows row r - batch_sizes[t - 1].
-        later = np.arange(self.batch_sizes[0] if max_length else 0, self.n_rows)
+        self.later_rows = slice(self.batch_sizes[0] if max_length else 0, self.n_rows)
+        later = np.arange(self.later_rows.start, self.n_rows)
         self.previous_rows = later - self.batch_sizes[positions[later] - 1]
+        non_empty = sorted_lengths[sorted_lengths > 0]
+        self.last_rows = self.block_starts[non_empty - 1] + np.arange(non_empty.size)
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         self.order = offsets[self.sequence_order][self.row_slots] + positions
 
@@ -65,6 +71,13 @@ class ChainLayout:
         """Slice of the rows of position ``t`` (only the first ``size`` chains if given)."""
         start = self.block_starts[t]
         return slice(start, start + (self.batch_sizes[t] if size is None else size))
+
+    def by_sequence(self, slot_values):
+        """Values of the non-empty chains, by batch slot, in input sequence order (0 for the
+        empty ones)."""
+        values = np.zeros(self.n_sequences)
+        values[self.sequence_order[:slot_values.size]] = slot_values
+        return values
 
     def per_sequence_sum(self, row_values):
         """Sum of per-row values over each sequence, in input sequence order."""

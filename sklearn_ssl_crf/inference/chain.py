@@ -160,7 +160,8 @@ class ScaledLattice:
     ``scaled_emission`` is ``exp(unary - row max) / scale``, so that
     ``alpha[t] = scaled_emission[t] * (alpha[t-1] @ exp_transition)``, and ``weighted`` is
     ``scaled_emission * beta`` (rows of positions >= 1): the edge marginal into row ``t`` is
-    ``alpha[t-1][:, None] * exp_transition * weighted[t]``.
+    ``alpha[t-1][:, None] * exp_transition * weighted[t]``; ``previous_alpha`` holds
+    ``alpha[t-1]`` for every row of ``layout.later_rows``.
     Several times faster than log-sum-exp; ``is_exact`` is False (and log space is used) when
     some normaliser is so small that values lost to underflow could matter, or ``beta``
     overflowed.
@@ -209,9 +210,9 @@ class ScaledLattice:
             beta[continuing.stop:layout.block(t - 1).stop] = 1.0
         # sum_t alpha[t-1]^T weighted[t]: the expected transition counts up to exp(T), in one
         # product (np.take gathers rows several times faster than fancy indexing).
-        later = slice(layout.n_rows - layout.previous_rows.size, layout.n_rows)
-        self._edge_sum = exp_transition * (np.take(alpha, layout.previous_rows, axis=0).T
-                                           @ weighted[later])
+        self.previous_alpha = np.take(alpha, layout.previous_rows, axis=0)
+        self._edge_sum = exp_transition * (self.previous_alpha.T
+                                           @ weighted[layout.later_rows])
         # beta can overflow only for labels whose forward mass underflowed to 0.
         self.is_exact = bool(np.isfinite(beta).all())
 
@@ -261,11 +262,7 @@ class LogSpaceLattice:
                 transition + (unary[rows] + log_beta[rows])[:, None, :], axis=2)
             log_beta[continuing.stop:layout.block(t - 1).stop] = 0.0
         # log Z of a chain: log-sum-exp of alpha at its last position (0 for an empty chain).
-        ends = layout.lengths[layout.sequence_order] - 1
-        slots = np.flatnonzero(ends >= 0)
-        self.log_z = np.zeros(layout.n_sequences)
-        self.log_z[layout.sequence_order[slots]] = logsumexp(
-            log_alpha[layout.block_starts[ends[slots]] + slots], axis=1)
+        self.log_z = layout.by_sequence(logsumexp(log_alpha[layout.last_rows], axis=1))
         self.layout, self.unary, self.transition = layout, unary, transition
         self.unary_shape = unary.shape
         self.log_alpha, self.log_beta = log_alpha, log_beta

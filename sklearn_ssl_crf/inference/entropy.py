@@ -193,16 +193,15 @@ def _scaled_position_entropies(lattice):
     + sum_i p_{t-1}(i) log beta_{t-1}(i)``, and the first sum is
     ``alpha_{t-1} . (weighted_t @ (E log E).T)``: no edge tensors, no loop over positions.
     """
-    layout, alpha, beta = lattice.layout, lattice.alpha, lattice.beta
-    n_rows, n_labels = alpha.shape
-    later = slice(n_rows - layout.previous_rows.size, n_rows)
-    ones = np.ones(n_labels)
+    layout, beta = lattice.layout, lattice.beta
+    later = layout.later_rows
+    ones = np.ones(beta.shape[1])
     marginals = lattice.node_marginals()
     node = -_xlogx(marginals) @ ones
     conditional = node.copy()
     weighted = lattice.weighted[later]
     previous_marginals = np.take(marginals, layout.previous_rows, axis=0)
-    transition_part = (np.take(alpha, layout.previous_rows, axis=0)
+    transition_part = (lattice.previous_alpha
                        * (weighted @ _xlogx(lattice.exp_transition).T))
     terms = (xlogy(previous_marginals, np.take(beta, layout.previous_rows, axis=0))
              - xlogy(marginals[later], weighted) - transition_part)
@@ -247,10 +246,9 @@ def _scaled_additive_expectation(lattice, a, b, gradient):
     layout, workspace = lattice.layout, lattice.workspace
     alpha, beta, scaled_emission = lattice.alpha, lattice.beta, lattice.scaled_emission
     exp_transition = lattice.exp_transition
-    n_rows, n_labels = alpha.shape
-    later = slice(n_rows - layout.previous_rows.size, n_rows)  # rows of positions >= 1
-    # np.take is several times faster than fancy indexing for gathering rows.
-    alpha_previous = np.take(alpha, layout.previous_rows, axis=0)
+    n_labels = alpha.shape[1]
+    later, last_rows = layout.later_rows, layout.last_rows
+    alpha_previous = lattice.previous_alpha
 
     # Forward: G_t = alpha_t * a_t + scaled_emission_t * (G_{t-1} @ E + alpha_{t-1} @ (E * b)).
     forward = workspace.array("additive_forward", alpha.shape)
@@ -267,11 +265,8 @@ def _scaled_additive_expectation(lattice, a, b, gradient):
         forward[rows] += carried
 
     # E[g] of a chain: sum_s p(y_t = s) A_t(s) at its last position, where beta = 1.
-    slots = np.flatnonzero(layout.lengths[layout.sequence_order] > 0)
-    last_rows = layout.block_starts[layout.lengths[layout.sequence_order][slots] - 1] + slots
     slot_expectation = forward[last_rows] @ np.ones(n_labels)
-    expectation = np.zeros(layout.n_sequences)
-    expectation[layout.sequence_order[:layout.batch_sizes[0]]] = slot_expectation
+    expectation = layout.by_sequence(slot_expectation)
     if not gradient:
         return expectation, None, None
 
@@ -308,6 +303,7 @@ def _scaled_additive_expectation(lattice, a, b, gradient):
     backward *= alpha
     d_unary += backward
     # sum_t p(y_{t-1} = i, y_t = j) (A_{t-1}(i) + b(i, j) + a_t(j) + B_t(j) - E[g])
+    # np.take is several times faster than fancy indexing for gathering rows.
     forward_previous = np.take(forward, layout.previous_rows, axis=0)
     d_transition = exp_transition * (forward_previous.T @ weighted[later]
                                      + alpha_previous.T @ ahead[later])
@@ -339,11 +335,9 @@ def _conditional_additive_expectation(lattice, unary_terms, transition_terms, gr
 
     # E[g] of a chain is sum_s p(y_t = s) A_t(s) at its last position (nothing follows), so it
     # is known now, and the backward pass can accumulate the transition gradient as it goes.
-    slots = np.flatnonzero(layout.lengths[layout.sequence_order] > 0)
-    last_rows = layout.block_starts[layout.lengths[layout.sequence_order][slots] - 1] + slots
+    last_rows = layout.last_rows
     slot_expectation = np.einsum("ns,ns->n", node[last_rows], forward[last_rows])
-    expectation = np.zeros(layout.n_sequences)
-    expectation[layout.sequence_order[:layout.batch_sizes[0]]] = slot_expectation
+    expectation = layout.by_sequence(slot_expectation)
     if not gradient:
         return expectation, None, None
     row_expectation = slot_expectation[layout.row_slots]
