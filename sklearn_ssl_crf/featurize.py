@@ -171,6 +171,35 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         self._column_cache = cache
         return SequenceMatrix(matrix, offsets, feature_names=self.get_feature_names_out())
 
+    def extend_transform(self, X):
+        """Add the attributes of X not yet in the vocabulary, as new columns after the
+        existing ones, and featurise X; for streaming training (``partial_fit``).
+
+        Parameters
+        ----------
+        X : iterable of sequences of token dicts
+
+        Returns
+        -------
+        Xs : SequenceMatrix
+            One row per token, one column per attribute of the grown vocabulary.
+        """
+        if not hasattr(self, "vocabulary_"):
+            return self.fit_transform(X)
+        if self.min_freq:
+            raise ValueError("min_freq needs the whole corpus; it cannot be used when the "
+                             "vocabulary grows with streamed data")
+        vocabulary = defaultdict()
+        vocabulary.update(self.vocabulary_)
+        vocabulary.default_factory = vocabulary.__len__
+        cache = _ColumnCache(vocabulary, grow=True)
+        matrix, offsets = _encode(X, cache)
+        self.feature_names_ = list(vocabulary)
+        self.vocabulary_ = dict(vocabulary)
+        cache.freeze(self.vocabulary_)
+        self._column_cache = cache
+        return SequenceMatrix(matrix, offsets, feature_names=self.get_feature_names_out())
+
     def transform(self, X):
         """Featurise sequences with the fitted vocabulary.
 

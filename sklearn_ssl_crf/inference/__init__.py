@@ -3,11 +3,19 @@
 Single-chain functions (`forward_backward`, `viterbi`, `sequence_entropy`, `entropy_gradient`,
 `subsequence_entropy`, `additive_expectation`) are for users and tests; the batched
 ones (`chain_lattice`, `viterbi_batch`) run over many chains packed in a `ChainLayout` and are
-what the estimators use.
+what the estimators use; `chain_statistics` serves stochastic training, one chain at a time
+with little overhead per call.
 """
 
 from .batching import ChainLayout
-from .chain import Workspace, chain_lattice, forward_backward, viterbi, viterbi_batch
+from .chain import (
+    Workspace,
+    chain_lattice,
+    chain_statistics,
+    forward_backward,
+    viterbi,
+    viterbi_batch,
+)
 from .covariance import covariance_entropy_gradient
 from .entropy import (
     additive_expectation,
@@ -25,6 +33,7 @@ __all__ = [
     "subsequence_entropy",
     "additive_expectation",
     "chain_lattice",
+    "chain_statistics",
     "viterbi_batch",
     "ChainLayout",
     "Workspace",

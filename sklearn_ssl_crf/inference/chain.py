@@ -15,6 +15,7 @@ __all__ = [
     "forward_backward",
     "viterbi",
     "chain_lattice",
+    "chain_statistics",
     "viterbi_batch",
     "check_potentials",
     "Workspace",
@@ -150,6 +151,82 @@ def chain_lattice(unary, transition, layout, workspace=None):
 
 # Smallest normaliser accepted by the scaled recursion (see `ScaledLattice`).
 _MIN_SCALE = 1e-280
+
+# Positions between renormalisations in `chain_statistics`: the forward (backward) mass may
+# shrink by 1e-35 per position within a block before the exactness test fails.
+_BLOCK = 8
+
+
+def chain_statistics(unary, transition):
+    """Log Z, node marginals and summed edge marginals of one chain, with little overhead.
+
+    What stochastic training needs from one sequence at a time. The recursions multiply by
+    ``exp(T - max T) * exp(unary[t] - max)`` (one matrix-vector product per position) and
+    renormalise every few positions instead of at each one; if any row of the lattice then
+    falls below the exactness threshold of `ScaledLattice`, the batched kernels take over.
+
+    Parameters
+    ----------
+    unary : ndarray of float64 of shape (n, S), n >= 1
+    transition : ndarray of float64 of shape (S, S)
+        Not validated (a hot path); see `check_potentials`.
+
+    Returns
+    -------
+    log_z : float
+    node_marginals : ndarray of shape (n, S)
+    edge_marginal_sum : ndarray of shape (S, S)
+        ``sum_t p(y_{t-1} = i, y_t = j | x)``.
+    """
+    n, n_labels = unary.shape
+    # One shift for the whole chain (rows far below the top underflow and fail the test).
+    unary_max = unary.max()
+    emission = np.exp(unary - unary_max)
+    transition_max = transition.max()
+    exp_transition = np.exp(transition - transition_max)
+    # steps[t - 1][i, j] = exp_transition[i, j] * emission[t, j]
+    steps = exp_transition * emission[1:, None, :]
+    ones = np.ones(n_labels)
+    alpha = np.empty_like(emission)
+    beta = np.empty_like(emission)
+    norms = np.ones(n)
+    alpha[0] = emission[0]
+    beta[-1] = 1.0
+    # Blocks of _BLOCK plain products, each followed by one renormalisation; steps[k] leads
+    # from row k to row k + 1.
+    for start in range(0, n - 1, _BLOCK):
+        stop = min(start + _BLOCK, n - 1)
+        previous = alpha[start]
+        for step, row in zip(steps[start:stop], alpha[start + 1:stop + 1]):
+            np.matmul(previous, step, out=row)
+            previous = row
+        norms[stop] = previous @ ones or 1.0  # an all-zero row fails the test below
+        previous /= norms[stop]
+    for stop in range(n - 1, 0, -_BLOCK):
+        start = max(stop - _BLOCK, 0)
+        following = beta[stop]
+        backwards = slice(stop - 1, start - 1 if start else None, -1)
+        for step, row in zip(steps[backwards], beta[backwards]):
+            np.matmul(step, following, out=row)
+            following = row
+        following /= following @ ones or 1.0
+    joint = alpha * beta
+    mass = joint @ ones
+    # mass <= S * max(alpha) * max(beta), and beta grows by at most S^_BLOCK between
+    # renormalisations: normal masses mean no row of either lattice underflowed.
+    if not _MIN_SCALE < mass.min() <= mass.max() < np.inf:
+        lattice = chain_lattice(unary, transition, ChainLayout([n]))
+        return float(lattice.log_z[0]), lattice.node_marginals(), lattice.edge_marginal_sum()
+    joint /= mass[:, None]
+    # The edge into position t sums to norms[t] * mass[t]; alpha[t - 1] is of the order of
+    # norms[t], so dividing it (not the product) by norms[t] keeps every factor normal.
+    weighted = emission[1:] * beta[1:]
+    weighted /= mass[1:, None]
+    edge_sum = exp_transition * ((alpha[:-1] / norms[1:, None]).T @ weighted)
+    # The last row of alpha is normalised unless the chain has one position.
+    log_z = (np.log(norms).sum() + (np.log(alpha[0] @ ones) if n == 1 else 0.0)
+             + n * unary_max + (n - 1) * transition_max)
+    return float(log_z), joint, edge_sum
 
 
 class ScaledLattice:

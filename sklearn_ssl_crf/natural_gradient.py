@@ -1,0 +1,527 @@
+"""`NaturalGradientCRF`: stochastic training with the Bregman / natural-gradient updates.
+
+Per sequence (or mini-batch), the gradient ``g`` of the negative log-likelihood is
+transformed element-wise before the step, ``theta <- (1 - eta lam) theta - eta h(g)``
+(see `sklearn_ssl_crf.optim.transforms`); L2 by scaling, learning-rate calibration and the
+stopping rule follow CRFsuite's l2sgd.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ._threads import single_threaded_blas
+from ._validation import (
+    as_sequence_list,
+    check_labels,
+    concatenate_inputs,
+    encode_labels,
+    is_matrix_input,
+    matrices_to_sequence_matrix,
+)
+from .base import BaseCRF
+from .crf import _check_dev_pair, _label_cooccurrence
+from .featurize import SequenceVectorizer
+from .inference import chain_statistics
+from .objectives import label_count_gradient, log_likelihood, unlabelled_terms
+from .optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
+from .optim.transforms import TRANSFORMS
+from .packing import PackedSequences
+from .parameters import WeightLayout
+from .semi_supervised import EntropyRegularizedCRF
+
+__all__ = ["NaturalGradientCRF"]
+
+
+class NaturalGradientCRF(BaseCRF):
+    """Linear-chain CRF trained by stochastic natural-gradient descent.
+
+    Stochastic gradient descent on the L2-regularised negative log-likelihood in which each
+    sequence's gradient ``g`` is transformed element-wise before the step: the updates that
+    natural gradient descent gives for Bregman-divergence losses between the model
+    expectation and the empirical mean of the features ("Training Conditional Random Fields
+    with Natural Gradient Descent"). ``update='sgd'`` is CRFsuite's l2sgd. Only the weights
+    of attributes present in the sampled sequences are touched; L2 shrinks all weights
+    through one scale factor. Training can stream (`partial_fit`) and can add the
+    entropy-regularisation and label-proportion terms of `EntropyRegularizedCRF` on
+    unlabelled sequences, sampled like the labelled ones.
+
+    Parameters
+    ----------
+    update : {'sgd', 'inverse', 'arctan', 'arctan2', 'erf', 'gd'}, default='arctan'
+        Transform ``h`` of the gradient: ``g``; ``g / (g^2 + eps)`` (U1);
+        ``arctan(g / sqrt(eps))`` (U2, "arctan.1"); ``arctan(g / eps)`` ("arctan.2");
+        ``erf(sqrt(pi) g / (2 eps))``; ``gd(g / eps)`` (Gudermannian).
+    eps : float, default=1.0
+        The transforms' constant. Smaller values boost small gradients more; with one
+        sequence per step they also move the point where the transformed gradients
+        balance away from the likelihood's optimum (on CoNLL-2000, ``eps=0.1`` made the
+        loss grow after the first epochs for 'inverse' and 'erf'; 0.3-3 trained well).
+    c2 : float, default=1.0
+        L2 strength, CRFsuite's scaling (``c2 * ||w||^2``; per sequence
+        ``lam = 2 * c2 / N``).
+    max_iterations : int, default=None
+        Maximum number of epochs; None: 1000, as CRFsuite.
+    period : int, default=10
+        Window of the ``delta`` stopping rule, in epochs.
+    delta : float, default=1e-6
+        Stop when the loss improved by less than ``delta`` (relative) over ``period``
+        epochs.
+    eta0 : float, default=None
+        Initial learning rate; the rate at step ``t`` (sequences seen) is
+        ``eta0 / (1 + lam * eta0 * t)``. None: calibrated before training as CRFsuite does,
+        with the parameters below.
+    calibration_eta : float, default=0.1
+        First learning rate tried.
+    calibration_rate : float, default=2.0
+        Factor between the rates tried.
+    calibration_samples : int, default=1000
+        Sequences used for calibration.
+    calibration_candidates : int, default=10
+        Number of rates that decrease the loss to try in each direction.
+    calibration_max_trials : int, default=20
+        Maximum number of rates tried.
+    batch_size : int, default=1
+        Sequences per step. 1 is the paper's algorithm; with more, the transform is applied
+        to the batch's mean gradient, the forward-backward of the batch runs vectorised, and
+        the step spans as many sequences of the schedule (the fast path).
+    shuffle : bool, default=True
+        Visit the sequences in a new random order at every epoch.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the calibration sample and the shuffling.
+    gamma : float, default=0.0
+        Weight of the negative entropy of unlabelled sequences (as `EntropyRegularizedCRF`).
+    proportion_weight : float, default=0.0
+        Weight of the label-proportion term, per unlabelled token of a step.
+    label_proportions : dict or None, default=None
+        Target label distribution; None: the labelled label frequencies, add-one smoothed.
+    min_freq : float, default=0
+        Attributes occurring ``min_freq`` times or fewer are dropped (`fit` with dict input).
+    all_possible_states, all_possible_transitions : bool, default=True
+        As in `CRF`.
+    verbose : bool, default=False
+        Print the calibration trials and, per epoch, the loss (and dev scores when given).
+
+    Attributes
+    ----------
+    eta0_ : float
+        The initial learning rate used (calibrated or given).
+    training_log_ : list of dict
+        Per epoch: ``num``, ``loss`` (regularised, summed over the epoch's sequences at the
+        weights each saw), ``feature_norm``, ``learning_rate``, ``time``, and ``dev_accuracy``
+        and ``dev_span_f1`` with a dev set.
+    calibration_log_ : list of (float, float)
+        The rates tried and their losses (empty when ``eta0`` is given).
+    n_iter_ : int
+        Epochs run.
+    Other attributes as in `CRF`. `fit` keeps the weights of the epoch with the lowest loss,
+    as CRFsuite does.
+
+    See Also
+    --------
+    CRF : batch training by L-BFGS.
+    EntropyRegularizedCRF : the semi-supervised objective by L-BFGS.
+    """
+
+    _parameter_constraints = {
+        "update": [StrOptions(set(TRANSFORMS))],
+        "eps": [Interval(Real, 0, None, closed="neither")],
+        "c2": [Interval(Real, 0, None, closed="left")],
+        "max_iterations": [Interval(Integral, 0, None, closed="left"), None],
+        "period": [Interval(Integral, 0, None, closed="left")],
+        "delta": [Interval(Real, 0, None, closed="left")],
+        "eta0": [Interval(Real, 0, None, closed="neither"), None],
+        "calibration_eta": [Interval(Real, 0, None, closed="neither")],
+        "calibration_rate": [Interval(Real, 1, None, closed="neither")],
+        "calibration_samples": [Interval(Integral, 1, None, closed="left")],
+        "calibration_candidates": [Interval(Integral, 1, None, closed="left")],
+        "calibration_max_trials": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "gamma": [Interval(Real, 0, None, closed="left")],
+        "proportion_weight": [Interval(Real, 0, None, closed="left")],
+        "label_proportions": [dict, None],
+        "min_freq": [Interval(Real, 0, None, closed="left")],
+        "all_possible_states": ["boolean"],
+        "all_possible_transitions": ["boolean"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        update="arctan",
+        eps=1.0,
+        c2=1.0,
+        max_iterations=None,
+        period=10,
+        delta=1e-6,
+        eta0=None,
+        calibration_eta=0.1,
+        calibration_rate=2.0,
+        calibration_samples=1000,
+        calibration_candidates=10,
+        calibration_max_trials=20,
+        batch_size=1,
+        shuffle=True,
+        random_state=None,
+        gamma=0.0,
+        proportion_weight=0.0,
+        label_proportions=None,
+        min_freq=0,
+        all_possible_states=True,
+        all_possible_transitions=True,
+        verbose=False,
+    ):
+        self.update = update
+        self.eps = eps
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.period = period
+        self.delta = delta
+        self.eta0 = eta0
+        self.calibration_eta = calibration_eta
+        self.calibration_rate = calibration_rate
+        self.calibration_samples = calibration_samples
+        self.calibration_candidates = calibration_candidates
+        self.calibration_max_trials = calibration_max_trials
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.gamma = gamma
+        self.proportion_weight = proportion_weight
+        self.label_proportions = label_proportions
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.verbose = verbose
+
+    # -- training ------------------------------------------------------------------------
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, X_unlabeled=None, X_dev=None, y_dev=None):
+        """Train from scratch: calibrate ``eta0`` (unless given), then run epochs.
+
+        Parameters
+        ----------
+        X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
+        y : list of label sequences, None for an unlabelled sequence
+            Unlabelled sequences are used when ``gamma`` or ``proportion_weight`` is
+            positive, and skipped otherwise.
+        X_unlabeled : same kind as X, default=None
+            More unlabelled sequences.
+        X_dev, y_dev : optional
+            Scored after every epoch (token accuracy and span F1), logged and printed when
+            ``verbose``.
+
+        Returns
+        -------
+        self : NaturalGradientCRF
+        """
+        _check_dev_pair(X_dev, y_dev)
+        X, y = concatenate_inputs(X, y, X_unlabeled)
+        sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        samples = self._samples(sequences, labelled, codes)
+        self._random = check_random_state(self.random_state)
+        rng = np.random.default_rng(self._random.randint(2**31))
+        trainer = self._new_trainer(samples, rng)
+        layout = WeightLayout(self.num_attributes_, len(self.classes_))
+        callback = None
+        if X_dev is not None:
+            scorer = self._dev_scorer(X_dev, y_dev, layout)
+
+            def callback(epoch, current):
+                return scorer(epoch, layout.pack(*current.weights()))
+
+        max_epochs = 1000 if self.max_iterations is None else self.max_iterations
+        with single_threaded_blas():
+            result = minimize_sgd(trainer, samples.gradient, samples.n_samples, rng,
+                                  max_epochs, period=self.period, delta=self.delta,
+                                  shuffle=self.shuffle, batch_size=self.batch_size,
+                                  callback=callback, verbose=self.verbose)
+        trainer.set_weights(result.state, result.transition)
+        self._trainer, self._rng = trainer, rng
+        self._set_weights(trainer)
+        self.training_log_ = result.log
+        self.n_iter_ = result.n_iter
+        self.termination_condition_ = result.termination_condition
+        return self
+
+    def partial_fit(self, X, y, classes=None, X_unlabeled=None):
+        """One epoch over a batch of sequences, continuing the learning-rate schedule.
+
+        The L2 strength per sequence is ``2 * c2 / n_seen``, ``n_seen`` counting every
+        sequence passed so far (a stream brings new data): one pass over a stream of ``N``
+        sequences is penalised by ``c2 * ||w||^2`` as `fit` is, and more passes weaken it.
+        ``eta0`` is calibrated on the first call's sequences when not given.
+
+        Parameters
+        ----------
+        X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
+            Attributes not seen before are added to the model (dict input).
+        y : list of label sequences, None for an unlabelled sequence
+        classes : list of labels
+            Every label the model will ever see; required on the first call (as
+            scikit-learn's online estimators), optional afterwards (then it must not change).
+        X_unlabeled : same kind as X, default=None
+
+        Returns
+        -------
+        self : NaturalGradientCRF
+        """
+        first = not hasattr(self, "_trainer")
+        if first:
+            self._validate_params()
+            if classes is None:
+                raise ValueError("classes must be given on the first call to partial_fit: "
+                                 "the list of every label the model will see")
+            if len(set(classes)) != len(classes) or len(classes) == 0:
+                raise ValueError("classes must be a non-empty list of distinct labels")
+        elif classes is not None and list(classes) != list(self.classes_):
+            raise ValueError(f"classes changed between calls to partial_fit: "
+                             f"{list(classes)} != {list(self.classes_)}")
+        X, y = concatenate_inputs(X, y, X_unlabeled)
+        sequences, labelled, codes = self._partial_inputs(X, y, classes if first else None)
+        samples = self._samples(sequences, labelled, codes)
+        if first:
+            self._random = check_random_state(self.random_state)
+            self._rng = np.random.default_rng(self._random.randint(2**31))
+            self._trainer = self._new_trainer(samples, self._rng)
+            self.training_log_ = []
+            self.n_iter_ = 0
+            self._n_seen = 0
+        trainer = self._trainer
+        # A stream's sequences count as new data: after one pass over N of them the penalty
+        # is c2 ||w||^2, as in fit.
+        self._n_seen += samples.n_samples
+        trainer.lam = 2.0 * self.c2 / self._n_seen
+        trainer.grow(self.num_attributes_)
+        if not self.all_possible_states or not self.all_possible_transitions:
+            masks = self._masks(samples)
+            trainer.state_mask = _union(trainer.state_mask, masks[0])
+            trainer.transition_mask = _union(trainer.transition_mask, masks[1])
+        order = (self._rng.permutation(samples.n_samples) if self.shuffle
+                 else np.arange(samples.n_samples))
+        with single_threaded_blas():
+            loss = sgd_epoch(trainer, samples.gradient, order, self.batch_size)
+        self.n_iter_ += 1
+        self.training_log_.append({"num": self.n_iter_, "loss": float(loss),
+                                   "learning_rate": trainer.learning_rate()})
+        self._set_weights(trainer)
+        return self
+
+    def _partial_inputs(self, X, y, classes):
+        """`_fit_inputs` for streaming: the vocabulary grows, the classes are fixed."""
+        X = as_sequence_list(X)
+        if len(X) == 0:
+            raise ValueError("X is empty")
+        if is_matrix_input(X):
+            sequences = matrices_to_sequence_matrix(
+                X, None if classes is not None else self.num_attributes_)
+            if classes is not None:
+                self.vectorizer_ = None
+        else:
+            if classes is not None:
+                self.vectorizer_ = SequenceVectorizer()
+            elif self.vectorizer_ is None:
+                raise TypeError("this model was trained on feature matrices; pass feature "
+                                "matrices, not dicts")
+            sequences = self.vectorizer_.extend_transform(X)
+        if classes is not None:
+            self.classes_ = list(classes)
+        names = sequences.feature_names
+        self.attributes_ = list(range(sequences.n_features)) if names is None else list(names)
+        self.num_attributes_ = sequences.n_features
+        labelled = check_labels(y, sequences.lengths)
+        empty = labelled[sequences.lengths[labelled] == 0]
+        if empty.size:
+            raise ValueError(f"sequence {empty[0]} is empty: every training sequence needs "
+                             "at least one token")
+        _, codes = encode_labels((y[i] for i in labelled), self.classes_)
+        return sequences, labelled, codes
+
+    def _samples(self, sequences, labelled, codes):
+        """The training sequences as `_Samples`: the labelled ones, then the unlabelled ones
+        when an unlabelled term is on (otherwise those are skipped)."""
+        n_labels = len(self.classes_)
+        unlabelled = np.zeros(0, dtype=np.int64)
+        if self.gamma > 0 or self.proportion_weight > 0:
+            unlabelled = np.setdiff1d(np.arange(len(sequences)), labelled)
+            unlabelled = unlabelled[sequences.lengths[unlabelled] > 0]
+            if not hasattr(self, "_trainer"):
+                # Fixed at the first call: from the labelled tokens of fit (or of the first
+                # partial_fit), or from label_proportions.
+                self.target_proportions_ = EntropyRegularizedCRF._target_proportions(
+                    self, codes, n_labels)
+        return _Samples(sequences[np.concatenate([labelled, unlabelled])], labelled.size,
+                        codes, n_labels, self.gamma, self.proportion_weight,
+                        getattr(self, "target_proportions_", None), self.batch_size)
+
+    def _masks(self, samples):
+        state = transition = None
+        if not self.all_possible_states:
+            state = _label_cooccurrence(samples.labelled_packed, len(self.classes_)) != 0
+        if not self.all_possible_transitions:
+            transition = samples.labelled_packed.transition_counts > 0
+        return state, transition
+
+    def _new_trainer(self, samples, rng):
+        """A trainer with zero weights and ``eta0`` given or calibrated."""
+        n_labels = len(self.classes_)
+        lam = 2.0 * self.c2 / max(samples.n_samples, 1)
+        state_mask, transition_mask = self._masks(samples)
+
+        def make_trainer(eta0):
+            return SGDTrainer(self.num_attributes_, n_labels, self.update, self.eps, lam,
+                              eta0, state_mask, transition_mask)
+
+        self.calibration_log_ = []
+        if self.eta0 is not None:
+            self.eta0_ = float(self.eta0)
+            return make_trainer(self.eta0_)
+        sample = rng.permutation(samples.n_samples)[:self.calibration_samples]
+        with single_threaded_blas():
+            self.eta0_, self.calibration_log_ = calibrate_learning_rate(
+                make_trainer, samples.gradient, sample, self.batch_size,
+                eta=self.calibration_eta, rate=self.calibration_rate,
+                candidates=self.calibration_candidates,
+                max_trials=self.calibration_max_trials, verbose=self.verbose)
+        return make_trainer(self.eta0_)
+
+    def _set_weights(self, trainer):
+        self.state_weights_, self.transition_weights_ = trainer.weights()
+        self.size_ = self.state_weights_.nbytes + self.transition_weights_.nbytes
+
+    def _dev_scorer(self, X_dev, y_dev, layout):
+        from .crf import CRF
+
+        return CRF._dev_scorer(self, X_dev, y_dev, layout)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+def _union(mask, new):
+    if mask is None or new is None:
+        return new if mask is None else mask
+    if new.shape[0] > mask.shape[0]:
+        mask = np.vstack([mask, np.zeros((new.shape[0] - mask.shape[0], mask.shape[1]), bool)])
+    return mask | new
+
+
+class _Samples:
+    """Training sequences for stochastic steps: `gradient(trainer, indices)` gives the summed
+    loss of some sequences and its gradient, over the attributes they use.
+
+    Sequences ``0 .. n_labelled - 1`` are labelled; the rest are unlabelled, whose loss is
+    ``-gamma * sum p log p + proportion_weight * n_tokens * KL(target || mean marginal)``
+    over the step's unlabelled tokens (the terms of `EntropyRegularizedCRF`, sampled).
+    With ``batch_size=1`` each labelled sequence's local feature matrix is prepared once,
+    and its step runs `chain_statistics`; batches run the batched kernels.
+    """
+
+    def __init__(self, sequences, n_labelled, codes, n_labels, gamma, proportion_weight,
+                 target, batch_size):
+        self.sequences, self.n_labelled, self.codes = sequences, n_labelled, codes
+        self.n_labels, self.gamma, self.proportion_weight = n_labels, gamma, proportion_weight
+        self.target = target
+        self.n_samples = len(sequences)
+        self._single = [self._prepare(i) for i in range(n_labelled)] if batch_size == 1 else None
+
+    @property
+    def labelled_packed(self):
+        rows = self.sequences.offsets[self.n_labelled]
+        return PackedSequences(self.sequences.matrix[:rows],
+                               self.sequences.lengths[:self.n_labelled], self.codes,
+                               self.n_labels)
+
+    def _prepare(self, i):
+        """Attributes of sequence ``i``, its feature matrix over them and its transpose
+        (CSR both), its gold entries of the (n, S) unary array, and its gold transitions
+        (flat indices into (S, S), counts)."""
+        matrix, offsets, n_labels = self.sequences.matrix, self.sequences.offsets, self.n_labels
+        first, stop = offsets[i], offsets[i + 1]
+        indptr = matrix.indptr[first:stop + 1]
+        entries = slice(indptr[0], indptr[-1])
+        columns, local_columns = np.unique(matrix.indices[entries], return_inverse=True)
+        local = sp.csr_matrix((matrix.data[entries], local_columns, indptr - indptr[0]),
+                              shape=(stop - first, columns.size))
+        labels = self.codes[first:stop]
+        gold = np.arange(labels.size) * n_labels + labels
+        pairs, counts = np.unique(labels[:-1] * n_labels + labels[1:], return_counts=True)
+        return columns, local, local.T.tocsr(), gold, pairs, counts.astype(np.float64)
+
+    def gradient(self, trainer, batch):
+        if self._single is not None and len(batch) == 1 and batch[0] < self.n_labelled:
+            return self._sequence_gradient(trainer, self._single[batch[0]])
+        return self._batch_gradient(trainer, np.asarray(batch))
+
+    def _sequence_gradient(self, trainer, prepared):
+        columns, local, local_t, gold, pairs, counts = prepared
+        unary = local @ trainer.state_rows(columns)
+        transition = trainer.transition_weights()
+        log_z, d_unary, d_transition = chain_statistics(unary, transition)
+        loss = log_z - unary.ravel()[gold].sum() - transition.ravel()[pairs] @ counts
+        d_unary.ravel()[gold] -= 1.0
+        d_transition.ravel()[pairs] -= counts
+        return loss, columns, local_t @ d_unary, d_transition
+
+    def _batch_gradient(self, trainer, batch):
+        labelled = batch[batch < self.n_labelled]
+        unlabelled = batch[batch >= self.n_labelled]
+        part = self.sequences[np.concatenate([labelled, unlabelled])]
+        columns, local_columns = np.unique(part.matrix.indices, return_inverse=True)
+        local = sp.csr_matrix((part.matrix.data, local_columns, part.matrix.indptr),
+                              shape=(part.n_tokens, columns.size))
+        state, transition = trainer.state_rows(columns), trainer.transition_weights()
+        d_state = np.zeros_like(state)
+        d_transition = np.zeros_like(transition)
+        loss = 0.0
+        split = part.offsets[labelled.size]
+        if labelled.size:
+            offsets = self.sequences.offsets
+            labels = np.concatenate([self.codes[offsets[i]:offsets[i + 1]] for i in labelled])
+            packed = PackedSequences(local[:split], part.lengths[:labelled.size], labels,
+                                     self.n_labels)
+            value, d_unary, d_edges = log_likelihood(packed, packed.unary(state), transition)
+            loss -= value
+            d_state -= packed.weight_gradient(d_unary)
+            d_transition -= d_edges
+        if unlabelled.size:
+            loss += self._unlabelled_terms(PackedSequences(local[split:],
+                                                           part.lengths[labelled.size:]),
+                                           state, transition, d_state, d_transition)
+        return loss, columns, d_state, d_transition
+
+    def _unlabelled_terms(self, packed, state, transition, d_state, d_transition):
+        """Adds the unlabelled terms' gradient to ``d_state``, ``d_transition``; returns
+        their value."""
+        unary = packed.unary(state)
+        gamma, weight = self.gamma, self.proportion_weight
+        negative_entropy, d_unary, d_edges, label_sums = unlabelled_terms(
+            packed, unary, transition, entropy_gradient="lattice" if gamma > 0 else None)
+        loss = -gamma * negative_entropy
+        if gamma > 0:
+            d_state -= gamma * packed.weight_gradient(d_unary)
+            d_transition -= gamma * d_edges
+        if weight > 0:
+            n_tokens = packed.n_tokens
+            predicted = label_sums / n_tokens
+            present = self.target > 0
+            target = self.target
+            kl = float(target[present] @ np.log(target[present] / predicted[present]))
+            # dKL / d(expected count of label s) = -pi_s / (n pi_hat_s), as in the L-BFGS
+            # estimators.
+            d_unary, d_edges = label_count_gradient(packed, unary, transition,
+                                                    -target / (n_tokens * predicted))
+            loss += weight * n_tokens * kl
+            d_state += weight * n_tokens * packed.weight_gradient(d_unary)
+            d_transition += weight * n_tokens * d_edges
+        return loss

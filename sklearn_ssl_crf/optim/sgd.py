@@ -1,0 +1,275 @@
+"""Stochastic gradient descent with the natural-gradient transforms, sparse L2 steps, and
+CRFsuite's learning-rate calibration and stopping rule.
+
+The parameters are state weights W (attributes x labels) and transition weights T
+(labels x labels), held as ``theta = scale * v`` so that the L2 shrinkage
+``theta <- (1 - eta * lam) theta`` of every step is one multiplication of ``scale``, and a
+step touches only the rows of W whose attributes occur in the sampled sequences
+(Shalev-Shwartz et al. 2007; Bottou 2012). The learning rate is
+``eta_t = eta0 / (1 + lam * eta0 * t)``, ``t`` counting sequences.
+
+The optimiser sees the data only through ``gradient(trainer, indices) -> (loss, rows,
+d_state, d_transition)``: the summed loss of those sequences at the trainer's current
+weights and its gradient (``d_state`` holds the rows ``rows`` of dW, ``rows`` distinct).
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .transforms import GradientTransform
+
+__all__ = ["SGDTrainer", "SGDResult", "calibrate_learning_rate", "minimize_sgd", "sgd_epoch"]
+
+# Below this scale, ``v`` is multiplied out (CRFsuite's threshold).
+_MIN_SCALE = 1e-9
+
+
+class SGDTrainer:
+    """Weights and schedule of stochastic training, one step at a time.
+
+    Parameters
+    ----------
+    n_attributes, n_labels : int
+    update : str
+        Gradient transform (see `sklearn_ssl_crf.optim.transforms`).
+    eps : float
+        Its constant.
+    lam : float
+        L2 strength per sequence: the loss of a sequence is penalised by
+        ``lam / 2 * ||theta||^2`` (CRFsuite: ``lam = 2 * c2 / N``).
+    eta0 : float
+        Initial learning rate.
+    state_mask, transition_mask : ndarray of bool, default=None
+        Weights allowed to be non-zero; None: all.
+    """
+
+    def __init__(self, n_attributes, n_labels, update, eps, lam, eta0, state_mask=None,
+                 transition_mask=None):
+        self.state = np.zeros((n_attributes, n_labels))
+        self.transition = np.zeros((n_labels, n_labels))
+        self.scale = 1.0
+        self.t = 0
+        self.transform = GradientTransform(update, eps)
+        self.lam, self.eta0 = float(lam), float(eta0)
+        self.state_mask, self.transition_mask = state_mask, transition_mask
+
+    def learning_rate(self):
+        return self.eta0 / (1.0 + self.lam * self.eta0 * self.t)
+
+    def state_rows(self, rows):
+        """Current weights of some attributes, shape (len(rows), n_labels)."""
+        weights = np.take(self.state, rows, axis=0)
+        weights *= self.scale
+        return weights
+
+    def transition_weights(self):
+        return self.transition * self.scale
+
+    def weights(self):
+        """Copies of the current ``(W, T)``."""
+        return self.state * self.scale, self.transition_weights()
+
+    def squared_norm(self):
+        v = self.state.ravel()
+        return self.scale ** 2 * (v @ v + np.vdot(self.transition, self.transition))
+
+    def step(self, rows, d_state, d_transition, n_samples=1):
+        """``theta <- (1 - eta lam)^n theta - eta n h(g / n)`` for the summed loss gradient
+        ``g`` of ``n`` sequences (``d_state``, ``d_transition``; overwritten).
+
+        With one sequence this is the paper's update; with several, the transform is applied
+        to their mean gradient and the step spans ``n`` sequences of the schedule.
+        """
+        eta = self.learning_rate()
+        self.scale *= (1.0 - eta * self.lam) ** n_samples
+        if abs(self.scale) < _MIN_SCALE:
+            self.state *= self.scale
+            self.transition *= self.scale
+            self.scale = 1.0
+        # One array, so that the transform runs once per step.
+        h = np.concatenate([d_state, d_transition])
+        if n_samples > 1:
+            h /= n_samples
+        self.transform(h)
+        h *= eta * n_samples / self.scale
+        h_state, h_transition = h[:len(rows)], h[len(rows):]
+        if self.state_mask is not None:
+            h_state *= self.state_mask[rows]
+        if self.transition_mask is not None:
+            h_transition *= self.transition_mask
+        self.state[rows] -= h_state
+        self.transition -= h_transition
+        self.t += n_samples
+
+    def grow(self, n_attributes):
+        """Add zero-weight attributes up to ``n_attributes`` (streamed data brought new
+        ones)."""
+        extra = n_attributes - self.state.shape[0]
+        if extra > 0:
+            self.state = np.vstack([self.state, np.zeros((extra, self.state.shape[1]))])
+            if self.state_mask is not None:
+                self.state_mask = np.vstack(
+                    [self.state_mask, np.zeros((extra, self.state.shape[1]), dtype=bool)])
+
+    def set_weights(self, state, transition):
+        self.state[...] = state
+        self.transition[...] = transition
+        self.scale = 1.0
+
+
+def sgd_epoch(trainer, gradient, order, batch_size=1):
+    """One pass over the sequences ``order`` in batches; returns the summed loss (each
+    sequence's loss at the weights before its step)."""
+    total = 0.0
+    for start in range(0, len(order), batch_size):
+        batch = order[start:start + batch_size]
+        loss, rows, d_state, d_transition = gradient(trainer, batch)
+        total += loss
+        trainer.step(rows, d_state, d_transition, len(batch))
+    return total
+
+
+def _regularised_loss(trainer, loss, n_samples):
+    # The per-sequence penalty lam / 2 ||theta||^2 over n sequences: c2 ||theta||^2 for the
+    # whole training set, as CRFsuite reports it.
+    return loss + 0.5 * trainer.lam * n_samples * trainer.squared_norm()
+
+
+def calibrate_learning_rate(make_trainer, gradient, sample, batch_size=1, eta=0.1, rate=2.0,
+                            candidates=10, max_trials=20, verbose=False):
+    """CRFsuite's calibration of ``eta0`` (l2sgd): one epoch over ``sample`` per trial from
+    zero weights, multiplying ``eta`` by ``rate`` while the loss stays below its initial
+    value (up to ``candidates`` times), then dividing it from ``eta / rate`` downwards
+    ``candidates`` times; the ``eta`` of the lowest loss wins.
+
+    Parameters
+    ----------
+    make_trainer : callable
+        ``eta0 -> SGDTrainer`` with zero weights.
+    gradient : callable
+        See the module docstring.
+    sample : ndarray of int
+        Sequences used, in this order.
+
+    Returns
+    -------
+    eta0 : float
+    trials : list of (eta, loss)
+    """
+    zero = make_trainer(eta)
+    initial = sum(gradient(zero, sample[k:k + batch_size])[0]
+                  for k in range(0, len(sample), batch_size))
+    if verbose:
+        print(f"calibration: initial loss {initial:.4f}")
+    best_loss, best_eta = np.inf, eta
+    trials = []
+    remaining, decreasing, trial = candidates, False, 1
+    while remaining > 0 or not decreasing:
+        trainer = make_trainer(eta)
+        loss = _regularised_loss(trainer, sgd_epoch(trainer, gradient, sample, batch_size),
+                                 len(sample))
+        trials.append((eta, loss))
+        ok = bool(np.isfinite(loss) and loss < initial)
+        if verbose:
+            print(f"calibration trial {trial}: eta={eta:.6g} loss={loss:.4f}"
+                  + ("" if ok else " (worse)"))
+        if ok:
+            remaining -= 1
+        if np.isfinite(loss) and loss < best_loss:
+            best_loss, best_eta = loss, eta
+        if decreasing:
+            eta /= rate
+        elif ok and remaining > 0:
+            eta *= rate
+        else:
+            decreasing, remaining = True, candidates
+            eta = trials[0][0] / rate
+        trial += 1
+        if trial >= max_trials:
+            break
+    if verbose:
+        print(f"calibration: eta0 = {best_eta:.6g}")
+    return best_eta, trials
+
+
+@dataclass
+class SGDResult:
+    """Outcome of `minimize_sgd`.
+
+    Attributes
+    ----------
+    state, transition : ndarray
+        Weights of the epoch with the lowest loss (CRFsuite keeps those).
+    n_iter : int
+        Epochs run.
+    log : list of dict
+        Per epoch: ``num``, ``loss``, ``feature_norm``, ``learning_rate``, ``time``, plus
+        what the callback returned.
+    termination_condition : str
+    """
+
+    state: np.ndarray
+    transition: np.ndarray
+    n_iter: int
+    log: list = field(default_factory=list)
+    termination_condition: str = ""
+
+
+def minimize_sgd(trainer, gradient, n_samples, rng, max_epochs, period=10, delta=1e-6,
+                 shuffle=True, batch_size=1, callback=None, verbose=False):
+    """Epochs of `sgd_epoch` with CRFsuite's stopping rule: stop when the loss improved by
+    less than ``delta`` (relative) over the last ``period`` epochs.
+
+    Parameters
+    ----------
+    trainer : SGDTrainer
+    gradient : callable
+    n_samples : int
+    rng : numpy.random.Generator
+        Shuffles the sequences at every epoch (``shuffle``).
+    max_epochs : int
+    callback : callable, default=None
+        ``callback(epoch, trainer) -> dict`` of extra log entries (dev scores).
+
+    Returns
+    -------
+    SGDResult
+    """
+    best_loss, best = np.inf, trainer.weights()
+    history = []
+    log = []
+    termination = "maximum number of epochs"
+    epoch = 0
+    for epoch in range(1, max_epochs + 1):
+        started = time.perf_counter()
+        order = rng.permutation(n_samples) if shuffle else np.arange(n_samples)
+        loss = _regularised_loss(trainer, sgd_epoch(trainer, gradient, order, batch_size),
+                                 n_samples)
+        entry = {
+            "num": epoch,
+            "loss": float(loss),
+            "feature_norm": float(np.sqrt(trainer.squared_norm())),
+            "learning_rate": trainer.learning_rate(),
+            "time": time.perf_counter() - started,
+        }
+        if callback is not None:
+            entry.update(callback(epoch, trainer))
+        log.append(entry)
+        if verbose:
+            print(" ".join(f"{key}={value:.6g}" if isinstance(value, float) else
+                           f"{key}={value}" for key, value in entry.items()), flush=True)
+        if not np.isfinite(loss):
+            termination = "the loss is not finite"
+            break
+        if loss < best_loss:
+            best_loss, best = loss, trainer.weights()
+        if len(history) >= period > 0:
+            improvement = (history[-period] - loss) / loss
+            if improvement < delta:
+                termination = "the stopping criterion (delta over period epochs)"
+                history.append(loss)
+                break
+        history.append(loss)
+    return SGDResult(best[0], best[1], epoch, log, termination)

@@ -1,0 +1,100 @@
+"""Element-wise gradient transforms of the natural-gradient CRF updates.
+
+Applying natural gradient descent to a Bregman divergence between the model expectation and
+the empirical mean of the features, with an even, element-wise convex function, reduces to
+an element-wise transform ``h`` of the stochastic gradient: the step is
+``theta <- theta - eta * h(g)``. Every transform is odd, so ``h(0) = 0`` and untouched
+features stay untouched. With ``eps`` the paper's small constant:
+
+========== ================================ ============
+name       h(g)                             h'(0)
+========== ================================ ============
+'sgd'      g                                1
+'inverse'  g / (g^2 + eps)                  1 / eps
+'arctan'   arctan(g / sqrt(eps))            1 / sqrt(eps)
+'arctan2'  arctan(g / eps)                  1 / eps
+'erf'      erf(sqrt(pi) g / (2 eps))        1 / eps
+'gd'       gd(g / eps), gd(x) = 2 arctan(tanh(x / 2))     1 / eps
+========== ================================ ============
+
+The sigmoid transforms are read from a table over [-1, 1] (the range of a per-sequence
+gradient of an indicator feature that fires at most once per sequence) with linear
+interpolation, as the paper suggests; values outside are computed exactly. NumPy's arctan,
+erf and tanh cost 15-35 ns per element, the table about 8.
+"""
+
+import numpy as np
+from scipy.special import erf
+
+__all__ = ["TRANSFORMS", "GradientTransform", "exact_transform"]
+
+TRANSFORMS = ("sgd", "inverse", "arctan", "arctan2", "erf", "gd")
+
+# Intervals of the table over [-1, 1]: interpolation error below 1e-7 / eps^2.
+_TABLE_INTERVALS = 1 << 14
+
+
+def exact_transform(name, g, eps):
+    """``h(g)`` of the transform ``name`` (see the module docstring), computed directly."""
+    g = np.asarray(g, dtype=np.float64)
+    if name == "sgd":
+        return g.copy()
+    if name == "inverse":
+        return g / (g * g + eps)
+    if name == "arctan":
+        return np.arctan(g / np.sqrt(eps))
+    if name == "arctan2":
+        return np.arctan(g / eps)
+    if name == "erf":
+        return erf(np.sqrt(np.pi) * g / (2.0 * eps))
+    if name == "gd":
+        return 2.0 * np.arctan(np.tanh(g / (2.0 * eps)))
+    raise ValueError(f"unknown transform {name!r}; expected one of {TRANSFORMS}")
+
+
+class GradientTransform:
+    """``h`` of one transform and ``eps``, applied in place to gradient arrays.
+
+    Parameters
+    ----------
+    name : {'sgd', 'inverse', 'arctan', 'arctan2', 'erf', 'gd'}
+    eps : float
+        The transforms' constant (> 0).
+    """
+
+    def __init__(self, name, eps):
+        if name not in TRANSFORMS:
+            raise ValueError(f"unknown transform {name!r}; expected one of {TRANSFORMS}")
+        self.name, self.eps = name, float(eps)
+        self._values = self._slopes = None
+        if name not in ("sgd", "inverse"):
+            grid = np.linspace(-1.0, 1.0, _TABLE_INTERVALS + 1)
+            values = exact_transform(name, grid, self.eps)
+            self._values = values[:-1]
+            self._slopes = np.diff(values)
+
+    def __call__(self, g):
+        """``h(g)``; overwrites and returns ``g`` (a float64 array)."""
+        if self.name == "sgd":
+            return g
+        if self.name == "inverse":
+            squared = g * g
+            squared += self.eps
+            return np.divide(g, squared, out=g)
+        return self._tabulated(g)
+
+    def _tabulated(self, g):
+        half = _TABLE_INTERVALS / 2
+        position = g * half
+        position += half
+        # Entries beyond [-1, 1] (features firing several times) are redone exactly below.
+        np.clip(position, 0.0, _TABLE_INTERVALS - 1e-9, out=position)
+        cell = position.astype(np.intp)
+        position -= cell
+        outside = np.abs(g) > 1.0
+        exact = exact_transform(self.name, g[outside], self.eps) if outside.any() else None
+        position *= np.take(self._slopes, cell)
+        np.add(position, np.take(self._values, cell), out=g)
+        if exact is not None:
+            g[outside] = exact
+        return g
