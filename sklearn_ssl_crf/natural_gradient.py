@@ -91,7 +91,8 @@ class NaturalGradientCRF(BaseCRF):
         to the batch's mean gradient, the forward-backward of the batch runs vectorised, and
         the step spans as many sequences of the schedule (the fast path).
     shuffle : bool, default=True
-        Visit the sequences in a new random order at every epoch.
+        Visit the sequences in a new random order at every epoch; with ``batch_size > 1``,
+        batches are drawn from sequences of similar length, in a random order.
     random_state : int, RandomState instance or None, default=None
         Seeds the calibration sample and the shuffling.
     gamma : float, default=0.0
@@ -240,10 +241,11 @@ class NaturalGradientCRF(BaseCRF):
 
         max_epochs = 1000 if self.max_iterations is None else self.max_iterations
         with single_threaded_blas():
-            result = minimize_sgd(trainer, samples.gradient, samples.n_samples, rng,
-                                  max_epochs, period=self.period, delta=self.delta,
-                                  shuffle=self.shuffle, batch_size=self.batch_size,
-                                  callback=callback, verbose=self.verbose)
+            result = minimize_sgd(trainer, samples.gradient,
+                                  lambda: self._epoch_order(samples, rng), max_epochs,
+                                  period=self.period, delta=self.delta,
+                                  batch_size=self.batch_size, callback=callback,
+                                  verbose=self.verbose)
         trainer.set_weights(result.state, result.transition)
         self._trainer, self._rng = trainer, rng
         self._set_weights(trainer)
@@ -305,8 +307,7 @@ class NaturalGradientCRF(BaseCRF):
             masks = self._masks(samples)
             trainer.state_mask = _union(trainer.state_mask, masks[0])
             trainer.transition_mask = _union(trainer.transition_mask, masks[1])
-        order = (self._rng.permutation(samples.n_samples) if self.shuffle
-                 else np.arange(samples.n_samples))
+        order = self._epoch_order(samples, self._rng)
         with single_threaded_blas():
             loss = sgd_epoch(trainer, samples.gradient, order, self.batch_size)
         self.n_iter_ += 1
@@ -361,6 +362,19 @@ class NaturalGradientCRF(BaseCRF):
         return _Samples(sequences[np.concatenate([labelled, unlabelled])], labelled.size,
                         codes, n_labels, self.gamma, self.proportion_weight,
                         getattr(self, "target_proportions_", None), self.batch_size)
+
+    def _epoch_order(self, samples, rng):
+        """The sequences of one epoch: a random order; with batches, batches of sequences
+        of similar length (their forward-backward then wastes no steps on short chains) in
+        a random order."""
+        n = samples.n_samples
+        if not self.shuffle:
+            return np.arange(n)
+        if self.batch_size == 1:
+            return rng.permutation(n)
+        by_length = np.lexsort((rng.random(n), samples.sequences.lengths))
+        batches = np.array_split(by_length, range(self.batch_size, n, self.batch_size))
+        return np.concatenate([batches[k] for k in rng.permutation(len(batches))])
 
     def _masks(self, samples):
         state = transition = None

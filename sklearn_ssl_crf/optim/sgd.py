@@ -217,8 +217,8 @@ class SGDResult:
     termination_condition: str = ""
 
 
-def minimize_sgd(trainer, gradient, n_samples, rng, max_epochs, period=10, delta=1e-6,
-                 shuffle=True, batch_size=1, callback=None, verbose=False):
+def minimize_sgd(trainer, gradient, epoch_order, max_epochs, period=10, delta=1e-6,
+                 batch_size=1, callback=None, verbose=False):
     """Epochs of `sgd_epoch` with CRFsuite's stopping rule: stop when the loss improved by
     less than ``delta`` (relative) over the last ``period`` epochs.
 
@@ -226,9 +226,8 @@ def minimize_sgd(trainer, gradient, n_samples, rng, max_epochs, period=10, delta
     ----------
     trainer : SGDTrainer
     gradient : callable
-    n_samples : int
-    rng : numpy.random.Generator
-        Shuffles the sequences at every epoch (``shuffle``).
+    epoch_order : callable
+        ``() -> ndarray of int``: the sequences of the next epoch, in order (a shuffle).
     max_epochs : int
     callback : callable, default=None
         ``callback(epoch, trainer) -> dict`` of extra log entries (dev scores).
@@ -244,9 +243,9 @@ def minimize_sgd(trainer, gradient, n_samples, rng, max_epochs, period=10, delta
     epoch = 0
     for epoch in range(1, max_epochs + 1):
         started = time.perf_counter()
-        order = rng.permutation(n_samples) if shuffle else np.arange(n_samples)
+        order = epoch_order()
         loss = _regularised_loss(trainer, sgd_epoch(trainer, gradient, order, batch_size),
-                                 n_samples)
+                                 len(order))
         entry = {
             "num": epoch,
             "loss": float(loss),
