@@ -153,6 +153,9 @@ def report(results):
     def runs(update, batch="b1"):
         return [v for k, v in results.items() if k.startswith(f"ngd/{update}/{batch}/")]
 
+    def etas(rs):
+        return ", ".join(f"{r['eta0']:g}" for r in rs)
+
     def mean_std(values):
         return f"{100 * np.mean(values):.2f} ± {100 * np.std(values):.2f}"
 
@@ -162,14 +165,14 @@ def report(results):
         print(f"| NGD '{update}', batch 1 | {len(rs)} | "
               f"{mean_std([r['final']['accuracy'] for r in rs])} | "
               f"{mean_std([r['final']['span_f1'] for r in rs])} | "
-              f"{', '.join(f'{r['eta0']:g}' for r in rs)} |")
+              f"{etas(rs)} |")
     fast = [k.split("/")[2] for k in results if k.startswith("ngd/arctan/b") and "/b1/" not in k]
     for batch in sorted(set(fast)):
         rs = runs("arctan", batch)
         print(f"| NGD 'arctan', batch {batch[1:]} | {len(rs)} | "
               f"{mean_std([r['final']['accuracy'] for r in rs])} | "
               f"{mean_std([r['final']['span_f1'] for r in rs])} | "
-              f"{', '.join(f'{r['eta0']:g}' for r in rs)} |")
+              f"{etas(rs)} |")
     for name, label in (("crf", "`CRF` (L-BFGS)"), ("crfsuite", "sklearn-crfsuite l2sgd")):
         if name in results:
             final = results[name]["final"]

@@ -290,7 +290,7 @@ def test_every_transform_converges_on_synthetic_data(synthetic, update):
 def test_fast_batch_path_reaches_crf_accuracy(synthetic):
     X, y, X_test, y_test = synthetic
     crf = CRF().fit(X, y)
-    model = NaturalGradientCRF(update="arctan", batch_size=8, max_iterations=30,
+    model = NaturalGradientCRF(update="arctan", batch_size=4, max_iterations=30,
                                calibration_samples=60, random_state=0).fit(X, y)
     assert model.score(X_test, y_test) >= crf.score(X_test, y_test) - 0.005
 
