@@ -115,7 +115,8 @@ class NaturalGradientCRF(BaseCRF):
     training_log_ : list of dict
         Per epoch: ``num``, ``loss`` (regularised, summed over the epoch's sequences at the
         weights each saw), ``feature_norm``, ``learning_rate``, ``time``, and ``dev_accuracy``
-        and ``dev_span_f1`` with a dev set.
+        and ``dev_span_f1`` with a dev set; ``phase`` ('supervised', 'semi-supervised') when
+        unlabelled terms are on.
     calibration_log_ : list of (float, float)
         The rates tried and their losses (empty when ``eta0`` is given).
     n_iter_ : int
@@ -213,7 +214,10 @@ class NaturalGradientCRF(BaseCRF):
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
         y : list of label sequences, None for an unlabelled sequence
             Unlabelled sequences are used when ``gamma`` or ``proportion_weight`` is
-            positive, and skipped otherwise.
+            positive, and skipped otherwise. Then training runs twice, as for
+            `EntropyRegularizedCRF`: on the labelled sequences, then on all of them with the
+            unlabelled terms, from the first phase's weights and continuing its schedule
+            (``max_iterations`` bounds each phase).
         X_unlabeled : same kind as X, default=None
             More unlabelled sequences.
         X_dev, y_dev : optional
@@ -230,7 +234,12 @@ class NaturalGradientCRF(BaseCRF):
         samples = self._samples(sequences, labelled, codes)
         self._random = check_random_state(self.random_state)
         rng = np.random.default_rng(self._random.randint(2**31))
-        trainer = self._new_trainer(samples, rng)
+        # As the L-BFGS estimators: the supervised model first, then the unlabelled terms
+        # (from zero weights, entropy minimisation locks in the first guesses).
+        phases = [("supervised", self._samples(sequences, labelled, codes, False))]
+        if samples.n_samples > labelled.size:
+            phases.append(("semi-supervised", samples))
+        trainer = self._new_trainer(phases[0][1], rng)
         layout = WeightLayout(self.num_attributes_, len(self.classes_))
         callback = None
         if X_dev is not None:
@@ -240,17 +249,24 @@ class NaturalGradientCRF(BaseCRF):
                 return scorer(epoch, layout.pack(*current.weights()))
 
         max_epochs = 1000 if self.max_iterations is None else self.max_iterations
-        with single_threaded_blas():
-            result = minimize_sgd(trainer, samples.gradient,
-                                  lambda: self._epoch_order(samples, rng), max_epochs,
-                                  period=self.period, delta=self.delta,
-                                  batch_size=self.batch_size, callback=callback,
-                                  verbose=self.verbose)
-        trainer.set_weights(result.state, result.transition)
+        log = []
+        n_iter = 0
+        for phase, data in phases:
+            trainer.lam = 2.0 * self.c2 / data.n_samples
+            with single_threaded_blas():
+                result = minimize_sgd(trainer, data.gradient,
+                                      lambda data=data: self._epoch_order(data, rng),
+                                      max_epochs, period=self.period, delta=self.delta,
+                                      batch_size=self.batch_size, callback=callback,
+                                      verbose=self.verbose)
+            trainer.set_weights(result.state, result.transition)
+            log += [dict(entry, phase=phase) if len(phases) > 1 else entry
+                    for entry in result.log]
+            n_iter += result.n_iter
         self._trainer, self._rng = trainer, rng
         self._set_weights(trainer)
-        self.training_log_ = result.log
-        self.n_iter_ = result.n_iter
+        self.training_log_ = log
+        self.n_iter_ = n_iter
         self.termination_condition_ = result.termination_condition
         return self
 
@@ -346,12 +362,12 @@ class NaturalGradientCRF(BaseCRF):
         _, codes = encode_labels((y[i] for i in labelled), self.classes_)
         return sequences, labelled, codes
 
-    def _samples(self, sequences, labelled, codes):
+    def _samples(self, sequences, labelled, codes, unlabelled_terms=True):
         """The training sequences as `_Samples`: the labelled ones, then the unlabelled ones
         when an unlabelled term is on (otherwise those are skipped)."""
         n_labels = len(self.classes_)
         unlabelled = np.zeros(0, dtype=np.int64)
-        if self.gamma > 0 or self.proportion_weight > 0:
+        if unlabelled_terms and (self.gamma > 0 or self.proportion_weight > 0):
             unlabelled = np.setdiff1d(np.arange(len(sequences)), labelled)
             unlabelled = unlabelled[sequences.lengths[unlabelled] > 0]
             if not hasattr(self, "_trainer"):
@@ -435,8 +451,9 @@ class _Samples:
     loss of some sequences and its gradient, over the attributes they use.
 
     Sequences ``0 .. n_labelled - 1`` are labelled; the rest are unlabelled, whose loss is
-    ``-gamma * sum p log p + proportion_weight * n_tokens * KL(target || mean marginal)``
-    over the step's unlabelled tokens (the terms of `EntropyRegularizedCRF`, sampled).
+    ``-gamma * sum p log p + proportion_weight * n_tokens * KL(target || pi_hat)`` over the
+    step's unlabelled tokens (the terms of `EntropyRegularizedCRF`, sampled), ``pi_hat``
+    the running mean marginal of the unlabelled tokens.
     With ``batch_size=1`` each labelled sequence's local feature matrix is prepared once,
     and its step runs `chain_statistics`; batches run the batched kernels.
     """
@@ -446,6 +463,11 @@ class _Samples:
         self.sequences, self.n_labelled, self.codes = sequences, n_labelled, codes
         self.n_labels, self.gamma, self.proportion_weight = n_labels, gamma, proportion_weight
         self.target = target
+        unlabelled_lengths = sequences.lengths[n_labelled:]
+        self.n_unlabelled_tokens = int(unlabelled_lengths.sum())
+        # Running estimate of the unlabelled tokens' summed marginals and their number,
+        # over about the last epoch (see `_unlabelled_terms`).
+        self._label_mass = self._token_mass = 0.0
         self.n_samples = len(sequences)
         self._single = [self._prepare(i) for i in range(n_labelled)] if batch_size == 1 else None
 
@@ -526,16 +548,20 @@ class _Samples:
             d_state -= gamma * packed.weight_gradient(d_unary)
             d_transition -= gamma * d_edges
         if weight > 0:
+            # The gradient of N_u KL(pi || pi_hat) w.r.t. a sequence's expected label counts
+            # is -pi / pi_hat with pi_hat the mean marginal over *all* unlabelled tokens, not
+            # over the step's: pi_hat is a running mean over about one epoch.
             n_tokens = packed.n_tokens
-            predicted = label_sums / n_tokens
+            keep = max(0.0, 1.0 - n_tokens / self.n_unlabelled_tokens)
+            self._label_mass = keep * self._label_mass + label_sums
+            self._token_mass = keep * self._token_mass + n_tokens
+            predicted = self._label_mass / self._token_mass
             present = self.target > 0
             target = self.target
             kl = float(target[present] @ np.log(target[present] / predicted[present]))
-            # dKL / d(expected count of label s) = -pi_s / (n pi_hat_s), as in the L-BFGS
-            # estimators.
             d_unary, d_edges = label_count_gradient(packed, unary, transition,
-                                                    -target / (n_tokens * predicted))
+                                                    -target / predicted)
             loss += weight * n_tokens * kl
-            d_state += weight * n_tokens * packed.weight_gradient(d_unary)
-            d_transition += weight * n_tokens * d_edges
+            d_state += weight * packed.weight_gradient(d_unary)
+            d_transition += weight * d_edges
         return loss
