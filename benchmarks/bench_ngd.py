@@ -159,7 +159,8 @@ def report(results):
     def mean_std(values):
         return f"{100 * np.mean(values):.2f} ± {100 * np.std(values):.2f}"
 
-    print("| algorithm | seeds | token accuracy (%) | span F1 (%) | eta0 |\n|---|---:|---:|---:|---:|")
+    print("| algorithm | seeds | token accuracy (%) | span F1 (%) | eta0 |\n"
+          "|---|---:|---:|---:|---:|")
     for update in updates:
         rs = runs(update)
         print(f"| NGD '{update}', batch 1 | {len(rs)} | "

@@ -20,6 +20,7 @@ from .decoding import decode, posterior_marginals
 from .featurize import SequenceVectorizer
 from .inference import chain_lattice
 from .inference.entropy import position_entropies
+from .metrics import span_f1_score
 from .packing import PackedSequences
 
 __all__ = ["BaseCRF"]
@@ -95,6 +96,27 @@ class BaseCRF(BaseEstimator):
         packed = PackedSequences(sequences.matrix, sequences.lengths)
         with single_threaded_blas():
             return kernel(packed, packed.unary(self.state_weights_), self.transition_weights_)
+
+    def _dev_scorer(self, X_dev, y_dev, layout):
+        """Callback giving the dev token accuracy and span F1 of the current weights."""
+        dev = self._features(X_dev)
+        labelled = check_labels(y_dev, dev.lengths, name="y_dev")
+        dev = dev[labelled]
+        gold = [list(y_dev[i]) for i in labelled]
+        gold_flat = list(chain.from_iterable(gold))
+        packed = PackedSequences(dev.matrix, dev.lengths)
+        classes = np.asarray(self.classes_, dtype=object)
+
+        def dev_scores(iteration, theta):
+            state, transition = layout.unpack(theta)
+            labels = classes[decode(packed, packed.unary(state), transition)]
+            predicted = [part.tolist() for part in np.split(labels, dev.offsets[1:-1])]
+            return {
+                "dev_accuracy": float(np.mean([p == g for p, g in zip(labels, gold_flat)])),
+                "dev_span_f1": span_f1_score(gold, predicted),
+            }
+
+        return dev_scores
 
     # -- prediction ----------------------------------------------------------------------
 

@@ -1,6 +1,5 @@
 """`CRF`: supervised linear-chain CRF trained by L-BFGS, a drop-in for sklearn_crfsuite.CRF."""
 
-from itertools import chain
 from numbers import Integral, Real
 
 import numpy as np
@@ -9,13 +8,10 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._threads import single_threaded_blas
-from ._validation import check_labels
 from .base import BaseCRF
-from .decoding import decode
-from .metrics import span_f1_score
 from .objectives import log_likelihood
 from .optim import minimize_lbfgs
-from .packing import ChunkedSequences, PackedSequences
+from .packing import ChunkedSequences
 from .parameters import WeightLayout
 
 __all__ = ["CRF"]
@@ -218,27 +214,6 @@ class CRF(BaseCRF):
         if not self.all_possible_transitions:
             transition_mask = sum(chunk.transition_counts for chunk in data.chunks) > 0
         return WeightLayout(self.num_attributes_, n_labels, state_mask, transition_mask)
-
-    def _dev_scorer(self, X_dev, y_dev, layout):
-        """Callback giving the dev token accuracy and span F1 of the current weights."""
-        dev = self._features(X_dev)
-        labelled = check_labels(y_dev, dev.lengths, name="y_dev")
-        dev = dev[labelled]
-        gold = [list(y_dev[i]) for i in labelled]
-        gold_flat = list(chain.from_iterable(gold))
-        packed = PackedSequences(dev.matrix, dev.lengths)
-        classes = np.asarray(self.classes_, dtype=object)
-
-        def dev_scores(iteration, theta):
-            state, transition = layout.unpack(theta)
-            labels = classes[decode(packed, packed.unary(state), transition)]
-            predicted = [part.tolist() for part in np.split(labels, dev.offsets[1:-1])]
-            return {
-                "dev_accuracy": float(np.mean([p == g for p, g in zip(labels, gold_flat)])),
-                "dev_span_f1": span_f1_score(gold, predicted),
-            }
-
-        return dev_scores
 
 
 def _check_dev_pair(X_dev, y_dev):

@@ -13,7 +13,6 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from ._threads import single_threaded_blas
 from ._validation import (
@@ -28,12 +27,12 @@ from .base import BaseCRF
 from .crf import _check_dev_pair, _label_cooccurrence
 from .featurize import SequenceVectorizer
 from .inference import chain_statistics
-from .objectives import label_count_gradient, log_likelihood, unlabelled_terms
+from .objectives import label_count_gradient, log_likelihood, proportion_kl, unlabelled_terms
 from .optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from .optim.transforms import TRANSFORMS
 from .packing import PackedSequences
 from .parameters import WeightLayout
-from .semi_supervised import EntropyRegularizedCRF
+from .semi_supervised import target_proportions
 
 __all__ = ["NaturalGradientCRF"]
 
@@ -231,15 +230,20 @@ class NaturalGradientCRF(BaseCRF):
         _check_dev_pair(X_dev, y_dev)
         X, y = concatenate_inputs(X, y, X_unlabeled)
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
-        samples = self._samples(sequences, labelled, codes)
         self._random = check_random_state(self.random_state)
         rng = np.random.default_rng(self._random.randint(2**31))
         # As the L-BFGS estimators: the supervised model first, then the unlabelled terms
         # (from zero weights, entropy minimisation locks in the first guesses).
-        phases = [("supervised", self._samples(sequences, labelled, codes, False))]
-        if samples.n_samples > labelled.size:
-            phases.append(("semi-supervised", samples))
-        trainer = self._new_trainer(phases[0][1], rng)
+        supervised = self._samples(sequences, labelled, codes, unlabelled_terms=False)
+        phases = [("supervised", supervised)]
+        if self._has_unlabelled_terms():
+            self.target_proportions_ = target_proportions(self.label_proportions,
+                                                          self.classes_, codes)
+            samples = self._samples(sequences, labelled, codes, unlabelled_terms=True,
+                                    prepared=supervised.prepared)
+            if samples.n_samples > labelled.size:
+                phases.append(("semi-supervised", samples))
+        trainer = self._new_trainer(supervised, rng)
         layout = WeightLayout(self.num_attributes_, len(self.classes_))
         callback = None
         if X_dev is not None:
@@ -305,7 +309,11 @@ class NaturalGradientCRF(BaseCRF):
                              f"{list(classes)} != {list(self.classes_)}")
         X, y = concatenate_inputs(X, y, X_unlabeled)
         sequences, labelled, codes = self._partial_inputs(X, y, classes if first else None)
-        samples = self._samples(sequences, labelled, codes)
+        if first and self._has_unlabelled_terms():
+            # Fixed at the first call.
+            self.target_proportions_ = target_proportions(self.label_proportions,
+                                                          self.classes_, codes)
+        samples = self._samples(sequences, labelled, codes, self._has_unlabelled_terms())
         if first:
             self._random = check_random_state(self.random_state)
             self._rng = np.random.default_rng(self._random.randint(2**31))
@@ -320,9 +328,9 @@ class NaturalGradientCRF(BaseCRF):
         trainer.lam = 2.0 * self.c2 / self._n_seen
         trainer.grow(self.num_attributes_)
         if not self.all_possible_states or not self.all_possible_transitions:
-            masks = self._masks(samples)
-            trainer.state_mask = _union(trainer.state_mask, masks[0])
-            trainer.transition_mask = _union(trainer.transition_mask, masks[1])
+            state_mask, transition_mask = self._masks(samples)
+            trainer.state_mask = _union(trainer.state_mask, state_mask)
+            trainer.transition_mask = _union(trainer.transition_mask, transition_mask)
         order = self._epoch_order(samples, self._rng)
         with single_threaded_blas():
             loss = sgd_epoch(trainer, samples.gradient, order, self.batch_size)
@@ -362,22 +370,20 @@ class NaturalGradientCRF(BaseCRF):
         _, codes = encode_labels((y[i] for i in labelled), self.classes_)
         return sequences, labelled, codes
 
-    def _samples(self, sequences, labelled, codes, unlabelled_terms=True):
-        """The training sequences as `_Samples`: the labelled ones, then the unlabelled ones
-        when an unlabelled term is on (otherwise those are skipped)."""
-        n_labels = len(self.classes_)
+    def _has_unlabelled_terms(self):
+        return self.gamma > 0 or self.proportion_weight > 0
+
+    def _samples(self, sequences, labelled, codes, unlabelled_terms, prepared=None):
+        """The training sequences as `_Samples`: the labelled ones, then with
+        ``unlabelled_terms`` the non-empty unlabelled ones (otherwise those are skipped).
+        ``prepared``: the labelled sequences' single-step data, when already built."""
         unlabelled = np.zeros(0, dtype=np.int64)
-        if unlabelled_terms and (self.gamma > 0 or self.proportion_weight > 0):
+        if unlabelled_terms:
             unlabelled = np.setdiff1d(np.arange(len(sequences)), labelled)
             unlabelled = unlabelled[sequences.lengths[unlabelled] > 0]
-            if not hasattr(self, "_trainer"):
-                # Fixed at the first call: from the labelled tokens of fit (or of the first
-                # partial_fit), or from label_proportions.
-                self.target_proportions_ = EntropyRegularizedCRF._target_proportions(
-                    self, codes, n_labels)
         return _Samples(sequences[np.concatenate([labelled, unlabelled])], labelled.size,
-                        codes, n_labels, self.gamma, self.proportion_weight,
-                        getattr(self, "target_proportions_", None), self.batch_size)
+                        codes, len(self.classes_), self.gamma, self.proportion_weight,
+                        getattr(self, "target_proportions_", None), self.batch_size, prepared)
 
     def _epoch_order(self, samples, rng):
         """The sequences of one epoch: a random order; with batches, batches of sequences
@@ -393,11 +399,15 @@ class NaturalGradientCRF(BaseCRF):
         return np.concatenate([batches[k] for k in rng.permutation(len(batches))])
 
     def _masks(self, samples):
+        """Weights allowed to be non-zero (None: all), from the labelled sequences."""
+        if self.all_possible_states and self.all_possible_transitions:
+            return None, None
+        labelled = samples.labelled_packed()
         state = transition = None
         if not self.all_possible_states:
-            state = _label_cooccurrence(samples.labelled_packed, len(self.classes_)) != 0
+            state = _label_cooccurrence(labelled, len(self.classes_)) != 0
         if not self.all_possible_transitions:
-            transition = samples.labelled_packed.transition_counts > 0
+            transition = labelled.transition_counts > 0
         return state, transition
 
     def _new_trainer(self, samples, rng):
@@ -427,22 +437,12 @@ class NaturalGradientCRF(BaseCRF):
         self.state_weights_, self.transition_weights_ = trainer.weights()
         self.size_ = self.state_weights_.nbytes + self.transition_weights_.nbytes
 
-    def _dev_scorer(self, X_dev, y_dev, layout):
-        from .crf import CRF
-
-        return CRF._dev_scorer(self, X_dev, y_dev, layout)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
 
 def _union(mask, new):
+    # Same shapes: the trainer has grown its mask to the vocabulary the new one is built on.
     if mask is None or new is None:
         return new if mask is None else mask
-    if new.shape[0] > mask.shape[0]:
-        mask = np.vstack([mask, np.zeros((new.shape[0] - mask.shape[0], mask.shape[1]), bool)])
     return mask | new
 
 
@@ -459,7 +459,7 @@ class _Samples:
     """
 
     def __init__(self, sequences, n_labelled, codes, n_labels, gamma, proportion_weight,
-                 target, batch_size):
+                 target, batch_size, prepared=None):
         self.sequences, self.n_labelled, self.codes = sequences, n_labelled, codes
         self.n_labels, self.gamma, self.proportion_weight = n_labels, gamma, proportion_weight
         self.target = target
@@ -469,9 +469,10 @@ class _Samples:
         # over about the last epoch (see `_unlabelled_terms`).
         self._label_mass = self._token_mass = 0.0
         self.n_samples = len(sequences)
-        self._single = [self._prepare(i) for i in range(n_labelled)] if batch_size == 1 else None
+        if prepared is None and batch_size == 1:
+            prepared = [self._prepare(i) for i in range(n_labelled)]
+        self.prepared = prepared
 
-    @property
     def labelled_packed(self):
         rows = self.sequences.offsets[self.n_labelled]
         return PackedSequences(self.sequences.matrix[:rows],
@@ -495,8 +496,8 @@ class _Samples:
         return columns, local, local.T.tocsr(), gold, pairs, counts.astype(np.float64)
 
     def gradient(self, trainer, batch):
-        if self._single is not None and len(batch) == 1 and batch[0] < self.n_labelled:
-            return self._sequence_gradient(trainer, self._single[batch[0]])
+        if self.prepared is not None and len(batch) == 1 and batch[0] < self.n_labelled:
+            return self._sequence_gradient(trainer, self.prepared[batch[0]])
         return self._batch_gradient(trainer, np.asarray(batch))
 
     def _sequence_gradient(self, trainer, prepared):
@@ -556,11 +557,9 @@ class _Samples:
             self._label_mass = keep * self._label_mass + label_sums
             self._token_mass = keep * self._token_mass + n_tokens
             predicted = self._label_mass / self._token_mass
-            present = self.target > 0
-            target = self.target
-            kl = float(target[present] @ np.log(target[present] / predicted[present]))
+            kl = proportion_kl(self.target, predicted)
             d_unary, d_edges = label_count_gradient(packed, unary, transition,
-                                                    -target / predicted)
+                                                    -self.target / predicted)
             loss += weight * n_tokens * kl
             d_state += weight * packed.weight_gradient(d_unary)
             d_transition += weight * d_edges

@@ -9,7 +9,7 @@ from .inference import chain_lattice
 from .inference.covariance import covariance_entropy_gradient
 from .inference.entropy import additive_expectation_batch
 
-__all__ = ["log_likelihood", "unlabelled_terms", "label_count_gradient"]
+__all__ = ["log_likelihood", "unlabelled_terms", "label_count_gradient", "proportion_kl"]
 
 
 def log_likelihood(packed, unary, transition, workspace=None):
@@ -94,6 +94,12 @@ def label_count_gradient(packed, unary, transition, label_weights, workspace=Non
     terms = np.broadcast_to(label_weights, unary.shape)
     _, d_unary, d_transition = additive_expectation_batch(lattice, terms)
     return d_unary, d_transition
+
+
+def proportion_kl(target, predicted):
+    """``KL(target || predicted)`` of two label distributions (0 log 0 = 0)."""
+    present = target > 0
+    return float(target[present] @ np.log(target[present] / predicted[present]))
 
 
 def _covariance_gradient(unary, transition, layout):

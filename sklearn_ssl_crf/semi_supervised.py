@@ -25,10 +25,10 @@ from .crf import (
     _penalised_negative_log_likelihood,
     _sum_in_order,
 )
-from .objectives import label_count_gradient, unlabelled_terms
+from .objectives import label_count_gradient, proportion_kl, unlabelled_terms
 from .packing import ChunkedSequences
 
-__all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF"]
+__all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]
 
 
 class EntropyRegularizedCRF(CRF):
@@ -150,7 +150,8 @@ all_possible_states, all_possible_transitions, verbose
                                          n_jobs=self.n_jobs)
         unlabelled_data = ChunkedSequences(sequences[unlabelled], n_jobs=self.n_jobs)
         del sequences
-        self.target_proportions_ = self._target_proportions(codes, n_labels)
+        self.target_proportions_ = target_proportions(self.label_proportions,
+                                                      self.classes_, codes)
 
         layout = self._weight_layout(labelled_data)
         dev = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
@@ -177,20 +178,6 @@ all_possible_states, all_possible_transitions, verbose
         self.n_iter_ = n_iter
         return self
 
-    def _target_proportions(self, codes, n_labels):
-        if self.label_proportions is None:
-            counts = np.bincount(codes, minlength=n_labels) + 1.0
-            return counts / counts.sum()
-        unknown = set(self.label_proportions) - set(self.classes_)
-        if unknown:
-            raise ValueError(f"label_proportions has labels not in the training data: "
-                             f"{sorted(map(str, unknown))}")
-        target = np.array([float(self.label_proportions.get(label, 0.0))
-                           for label in self.classes_])
-        if not np.isfinite(target).all() or (target < 0).any() or target.sum() <= 0:
-            raise ValueError("label_proportions must be non-negative numbers with a positive sum")
-        return target / target.sum()
-
     def _semi_supervised_objective(self, labelled_data, unlabelled_data, layout):
         """``theta -> (value, gradient)`` of minus the full objective, and a dict holding the
         parts of the last evaluation."""
@@ -211,8 +198,7 @@ all_possible_states, all_possible_transitions, verbose
                 value -= gamma * negative_entropy
                 gradient -= gamma * layout.pack(d_state, d_transition)
             predicted = label_sums / n_unlabelled
-            present = target > 0
-            kl = float(target[present] @ np.log(target[present] / predicted[present]))
+            kl = proportion_kl(target, predicted)
             if weight > 0:
                 # dKL / d(expected count of label s) = -pi_s / (N_u pi_hat_s)
                 label_weights = -target / (n_unlabelled * predicted)
@@ -286,6 +272,23 @@ class _BestIterate:
             return entry
 
         return on_iteration
+
+
+def target_proportions(label_proportions, classes, codes):
+    """The target label distribution ``pi`` in the order of ``classes``: normalised
+    ``label_proportions`` (label -> proportion; None: the frequencies of the labelled tokens'
+    ``codes``, add-one smoothed)."""
+    if label_proportions is None:
+        counts = np.bincount(codes, minlength=len(classes)) + 1.0
+        return counts / counts.sum()
+    unknown = set(label_proportions) - set(classes)
+    if unknown:
+        raise ValueError(f"label_proportions has labels not in the training data: "
+                         f"{sorted(map(str, unknown))}")
+    target = np.array([float(label_proportions.get(label, 0.0)) for label in classes])
+    if not np.isfinite(target).all() or (target < 0).any() or target.sum() <= 0:
+        raise ValueError("label_proportions must be non-negative numbers with a positive sum")
+    return target / target.sum()
 
 
 def _chunk_unlabelled_terms(chunk, workspace, state, transition, method):
