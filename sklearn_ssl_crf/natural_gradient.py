@@ -26,7 +26,7 @@ from ._validation import (
 from .base import BaseCRF
 from .crf import _check_dev_pair, _label_cooccurrence
 from .featurize import SequenceVectorizer
-from .inference import chain_statistics
+from .inference import Workspace, chain_statistics
 from .objectives import label_count_gradient, log_likelihood, proportion_kl, unlabelled_terms
 from .optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from .optim.transforms import TRANSFORMS
@@ -90,8 +90,10 @@ class NaturalGradientCRF(BaseCRF):
         to the batch's mean gradient, the forward-backward of the batch runs vectorised, and
         the step spans as many sequences of the schedule (the fast path).
     shuffle : bool, default=True
-        Visit the sequences in a new random order at every epoch; with ``batch_size > 1``,
-        batches are drawn from sequences of similar length, in a random order.
+        Visit the sequences in a new random order at every epoch. With ``batch_size > 1``,
+        batches are drawn once, from sequences of similar length, and visited in a new
+        random order at every epoch (each batch's feature matrices are then built once);
+        without shuffling, batches are consecutive sequences.
     random_state : int, RandomState instance or None, default=None
         Seeds the calibration sample and the shuffling.
     gamma : float, default=0.0
@@ -259,10 +261,9 @@ class NaturalGradientCRF(BaseCRF):
             trainer.lam = 2.0 * self.c2 / data.n_samples
             with single_threaded_blas():
                 result = minimize_sgd(trainer, data.gradient,
-                                      lambda data=data: self._epoch_order(data, rng),
+                                      lambda data=data: self._epoch_batches(data, rng),
                                       max_epochs, period=self.period, delta=self.delta,
-                                      batch_size=self.batch_size, callback=callback,
-                                      verbose=self.verbose)
+                                      callback=callback, verbose=self.verbose)
             trainer.set_weights(result.state, result.transition)
             log += [dict(entry, phase=phase) if len(phases) > 1 else entry
                     for entry in result.log]
@@ -331,9 +332,9 @@ class NaturalGradientCRF(BaseCRF):
             state_mask, transition_mask = self._masks(samples)
             trainer.state_mask = _union(trainer.state_mask, state_mask)
             trainer.transition_mask = _union(trainer.transition_mask, transition_mask)
-        order = self._epoch_order(samples, self._rng)
+        batches = self._epoch_batches(samples, self._rng)
         with single_threaded_blas():
-            loss = sgd_epoch(trainer, samples.gradient, order, self.batch_size)
+            loss = sgd_epoch(trainer, samples.gradient, batches)
         self.n_iter_ += 1
         self.training_log_.append({"num": self.n_iter_, "loss": float(loss),
                                    "learning_rate": trainer.learning_rate()})
@@ -383,20 +384,24 @@ class NaturalGradientCRF(BaseCRF):
             unlabelled = unlabelled[sequences.lengths[unlabelled] > 0]
         return _Samples(sequences[np.concatenate([labelled, unlabelled])], labelled.size,
                         codes, len(self.classes_), self.gamma, self.proportion_weight,
-                        getattr(self, "target_proportions_", None), self.batch_size, prepared)
+                        getattr(self, "target_proportions_", None), prepared)
 
-    def _epoch_order(self, samples, rng):
-        """The sequences of one epoch: a random order; with batches, batches of sequences
-        of similar length (their forward-backward then wastes no steps on short chains) in
-        a random order."""
+    def _epoch_batches(self, samples, rng):
+        """The batches of one epoch, in order. Single sequences come in a new random order
+        at every epoch. Larger batches are drawn once, from sequences of similar length
+        (their forward-backward then wastes no steps on short chains), and come in a new
+        random order at every epoch: a batch keeps its composition, so its local feature
+        matrices are built once."""
         n = samples.n_samples
-        if not self.shuffle:
-            return np.arange(n)
         if self.batch_size == 1:
-            return rng.permutation(n)
-        by_length = np.lexsort((rng.random(n), samples.sequences.lengths))
-        batches = np.array_split(by_length, range(self.batch_size, n, self.batch_size))
-        return np.concatenate([batches[k] for k in rng.permutation(len(batches))])
+            return (rng.permutation(n) if self.shuffle else np.arange(n)).reshape(-1, 1)
+        if samples.batches is None:
+            order = (np.lexsort((rng.random(n), samples.sequences.lengths)) if self.shuffle
+                     else np.arange(n))
+            samples.batches = np.array_split(order, range(self.batch_size, n, self.batch_size))
+        if not self.shuffle:
+            return samples.batches
+        return [samples.batches[k] for k in rng.permutation(len(samples.batches))]
 
     def _masks(self, samples):
         """Weights allowed to be non-zero (None: all), from the labelled sequences."""
@@ -424,10 +429,11 @@ class NaturalGradientCRF(BaseCRF):
         if self.eta0 is not None:
             self.eta0_ = float(self.eta0)
             return make_trainer(self.eta0_)
-        sample = rng.permutation(samples.n_samples)[:self.calibration_samples]
+        batches = self._epoch_batches(samples, rng)
+        sample = batches[:-(-self.calibration_samples // self.batch_size)]
         with single_threaded_blas():
             self.eta0_, self.calibration_log_ = calibrate_learning_rate(
-                make_trainer, samples.gradient, sample, self.batch_size,
+                make_trainer, samples.gradient, sample,
                 eta=self.calibration_eta, rate=self.calibration_rate,
                 candidates=self.calibration_candidates,
                 max_trials=self.calibration_max_trials, verbose=self.verbose)
@@ -447,19 +453,21 @@ def _union(mask, new):
 
 
 class _Samples:
-    """Training sequences for stochastic steps: `gradient(trainer, indices)` gives the summed
-    loss of some sequences and its gradient, over the attributes they use.
+    """Training sequences for stochastic steps: `gradient(trainer, batch)` gives the summed
+    loss of a batch of sequences and its gradient, over the attributes they use.
 
     Sequences ``0 .. n_labelled - 1`` are labelled; the rest are unlabelled, whose loss is
     ``-gamma * sum p log p + proportion_weight * n_tokens * KL(target || pi_hat)`` over the
     step's unlabelled tokens (the terms of `EntropyRegularizedCRF`, sampled), ``pi_hat``
     the running mean marginal of the unlabelled tokens.
-    With ``batch_size=1`` each labelled sequence's local feature matrix is prepared once,
-    and its step runs `chain_statistics`; batches run the batched kernels.
+    A labelled sequence alone runs `chain_statistics`, other batches the batched kernels.
+    Either way the batch's local feature matrices are built at its first step and kept
+    (``prepared``, keyed by sequence, may be shared with other samples of the same labelled
+    sequences), and ``batches`` holds the composition of larger batches.
     """
 
     def __init__(self, sequences, n_labelled, codes, n_labels, gamma, proportion_weight,
-                 target, batch_size, prepared=None):
+                 target, prepared=None):
         self.sequences, self.n_labelled, self.codes = sequences, n_labelled, codes
         self.n_labels, self.gamma, self.proportion_weight = n_labels, gamma, proportion_weight
         self.target = target
@@ -469,9 +477,10 @@ class _Samples:
         # over about the last epoch (see `_unlabelled_terms`).
         self._label_mass = self._token_mass = 0.0
         self.n_samples = len(sequences)
-        if prepared is None and batch_size == 1:
-            prepared = [self._prepare(i) for i in range(n_labelled)]
-        self.prepared = prepared
+        self.prepared = {} if prepared is None else prepared
+        self.batches = None
+        self._prepared_batches = {}
+        self._workspace = Workspace()
 
     def labelled_packed(self):
         rows = self.sequences.offsets[self.n_labelled]
@@ -480,9 +489,9 @@ class _Samples:
                                self.n_labels)
 
     def _prepare(self, i):
-        """Attributes of sequence ``i``, its feature matrix over them and its transpose
-        (CSR both), its gold entries of the (n, S) unary array, and its gold transitions
-        (flat indices into (S, S), counts)."""
+        """Attributes of labelled sequence ``i``, its feature matrix over them and its
+        transpose (CSR both), its gold entries of the (n, S) unary array, and its gold
+        transitions (flat indices into (S, S), counts)."""
         matrix, offsets, n_labels = self.sequences.matrix, self.sequences.offsets, self.n_labels
         first, stop = offsets[i], offsets[i + 1]
         indptr = matrix.indptr[first:stop + 1]
@@ -495,10 +504,38 @@ class _Samples:
         pairs, counts = np.unique(labels[:-1] * n_labels + labels[1:], return_counts=True)
         return columns, local, local.T.tocsr(), gold, pairs, counts.astype(np.float64)
 
+    def _prepare_batch(self, batch):
+        """Attributes of the sequences ``batch``, and its labelled and unlabelled sequences
+        packed over them (None when there are none)."""
+        labelled = batch[batch < self.n_labelled]
+        unlabelled = batch[batch >= self.n_labelled]
+        part = self.sequences[np.concatenate([labelled, unlabelled])]
+        columns, local_columns = np.unique(part.matrix.indices, return_inverse=True)
+        local = sp.csr_matrix((part.matrix.data, local_columns, part.matrix.indptr),
+                              shape=(part.n_tokens, columns.size))
+        split = part.offsets[labelled.size]
+        labelled_packed = unlabelled_packed = None
+        if labelled.size:
+            offsets = self.sequences.offsets
+            labels = np.concatenate([self.codes[offsets[i]:offsets[i + 1]] for i in labelled])
+            labelled_packed = PackedSequences(local[:split], part.lengths[:labelled.size],
+                                              labels, self.n_labels)
+        if unlabelled.size:
+            unlabelled_packed = PackedSequences(local[split:], part.lengths[labelled.size:])
+        return columns, labelled_packed, unlabelled_packed
+
     def gradient(self, trainer, batch):
-        if self.prepared is not None and len(batch) == 1 and batch[0] < self.n_labelled:
-            return self._sequence_gradient(trainer, self.prepared[batch[0]])
-        return self._batch_gradient(trainer, np.asarray(batch))
+        if len(batch) == 1 and batch[0] < self.n_labelled:
+            i = int(batch[0])
+            prepared = self.prepared.get(i)
+            if prepared is None:
+                prepared = self.prepared[i] = self._prepare(i)
+            return self._sequence_gradient(trainer, prepared)
+        key = batch.tobytes()
+        prepared = self._prepared_batches.get(key)
+        if prepared is None:
+            prepared = self._prepared_batches[key] = self._prepare_batch(batch)
+        return self._batch_gradient(trainer, prepared)
 
     def _sequence_gradient(self, trainer, prepared):
         columns, local, local_t, gold, pairs, counts = prepared
@@ -510,31 +547,21 @@ class _Samples:
         d_transition.ravel()[pairs] -= counts
         return loss, columns, local_t @ d_unary, d_transition
 
-    def _batch_gradient(self, trainer, batch):
-        labelled = batch[batch < self.n_labelled]
-        unlabelled = batch[batch >= self.n_labelled]
-        part = self.sequences[np.concatenate([labelled, unlabelled])]
-        columns, local_columns = np.unique(part.matrix.indices, return_inverse=True)
-        local = sp.csr_matrix((part.matrix.data, local_columns, part.matrix.indptr),
-                              shape=(part.n_tokens, columns.size))
+    def _batch_gradient(self, trainer, prepared):
+        columns, labelled, unlabelled = prepared
         state, transition = trainer.state_rows(columns), trainer.transition_weights()
         d_state = np.zeros_like(state)
         d_transition = np.zeros_like(transition)
         loss = 0.0
-        split = part.offsets[labelled.size]
-        if labelled.size:
-            offsets = self.sequences.offsets
-            labels = np.concatenate([self.codes[offsets[i]:offsets[i + 1]] for i in labelled])
-            packed = PackedSequences(local[:split], part.lengths[:labelled.size], labels,
-                                     self.n_labels)
-            value, d_unary, d_edges = log_likelihood(packed, packed.unary(state), transition)
+        if labelled is not None:
+            value, d_unary, d_edges = log_likelihood(labelled, labelled.unary(state),
+                                                     transition, self._workspace)
             loss -= value
-            d_state -= packed.weight_gradient(d_unary)
+            d_state -= labelled.weight_gradient(d_unary)
             d_transition -= d_edges
-        if unlabelled.size:
-            loss += self._unlabelled_terms(PackedSequences(local[split:],
-                                                           part.lengths[labelled.size:]),
-                                           state, transition, d_state, d_transition)
+        if unlabelled is not None:
+            loss += self._unlabelled_terms(unlabelled, state, transition, d_state,
+                                           d_transition)
         return loss, columns, d_state, d_transition
 
     def _unlabelled_terms(self, packed, state, transition, d_state, d_transition):
@@ -543,7 +570,8 @@ class _Samples:
         unary = packed.unary(state)
         gamma, weight = self.gamma, self.proportion_weight
         negative_entropy, d_unary, d_edges, label_sums = unlabelled_terms(
-            packed, unary, transition, entropy_gradient="lattice" if gamma > 0 else None)
+            packed, unary, transition, self._workspace,
+            entropy_gradient="lattice" if gamma > 0 else None)
         loss = -gamma * negative_entropy
         if gamma > 0:
             d_state -= gamma * packed.weight_gradient(d_unary)
@@ -559,7 +587,8 @@ class _Samples:
             predicted = self._label_mass / self._token_mass
             kl = proportion_kl(self.target, predicted)
             d_unary, d_edges = label_count_gradient(packed, unary, transition,
-                                                    -self.target / predicted)
+                                                    -self.target / predicted,
+                                                    self._workspace)
             loss += weight * n_tokens * kl
             d_state += weight * packed.weight_gradient(d_unary)
             d_transition += weight * d_edges

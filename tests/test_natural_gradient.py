@@ -249,8 +249,8 @@ def test_calibration_follows_crfsuite():
     def make(eta0):
         return SGDTrainer(1, 1, "sgd", 0.1, lam=1e-9, eta0=eta0)
 
-    eta, trials = calibrate_learning_rate(make, gradient, np.arange(4), eta=0.1, rate=2.0,
-                                          candidates=3, max_trials=20)
+    eta, trials = calibrate_learning_rate(make, gradient, np.arange(4).reshape(-1, 1), eta=0.1,
+                                          rate=2.0, candidates=3, max_trials=20)
     tried = [rate for rate, _ in trials]
     assert tried[:3] == pytest.approx([0.1, 0.2, 0.4])  # 3 improving candidates, then ...
     assert tried[3:6] == pytest.approx([0.05, 0.025, 0.0125])  # ... down from eta / rate
@@ -374,8 +374,7 @@ def test_full_batch_loss_is_minus_the_entropy_objective(synthetic):
     sequences = model.vectorizer_.transform(X + X_unlabeled)
     index = {label: k for k, label in enumerate(model.classes_)}
     codes = np.array([index[label] for labels in y for label in labels])
-    samples = _Samples(sequences, 30, codes, len(index), 0.3, 2.0, model.target_proportions_,
-                       70)
+    samples = _Samples(sequences, 30, codes, len(index), 0.3, 2.0, model.target_proportions_)
     trainer = SGDTrainer(model.num_attributes_, len(index), "sgd", 0.1, 0.0, 0.1)
     theta_state = np.random.default_rng(0).normal(scale=0.3, size=trainer.state.shape)
     theta_transition = np.random.default_rng(1).normal(scale=0.3, size=(len(index),) * 2)
@@ -392,6 +391,33 @@ def test_full_batch_loss_is_minus_the_entropy_objective(synthetic):
     full = np.zeros_like(theta_state)
     full[rows] = d_state
     assert np.allclose(layout.pack(full, d_transition), gradient, atol=1e-9)
+
+    # The batch's prepared data is kept: at other weights it gives what fresh data gives.
+    trainer.set_weights(theta_state[::-1].copy(), theta_transition.T.copy())
+    fresh = _Samples(sequences, 30, codes, len(index), 0.3, 0.0, model.target_proportions_)
+    samples.proportion_weight = 0.0  # its running mean marginal has seen a step
+    for kept, new in zip(samples.gradient(trainer, np.arange(70)),
+                         fresh.gradient(trainer, np.arange(70))):
+        assert np.array_equal(kept, new)
+
+
+def test_batches_keep_their_composition_and_cover_every_sequence_once(synthetic):
+    X, y, _, _ = synthetic
+    model = NaturalGradientCRF(batch_size=8, eta0=0.1, max_iterations=1).fit(X, y)
+    samples = model._samples(model.vectorizer_.transform(X), np.arange(len(X)),
+                             np.concatenate([[model.classes_.index(a) for a in s] for s in y]),
+                             unlabelled_terms=False)
+    rng = np.random.default_rng(0)
+    epochs = [model._epoch_batches(samples, rng) for _ in range(3)]
+    lengths = samples.sequences.lengths
+    for batches in epochs:
+        assert np.array_equal(np.sort(np.concatenate(batches)), np.arange(len(X)))
+        assert max(len(batch) for batch in batches) == 8
+        assert sorted(map(tuple, batches)) == sorted(map(tuple, epochs[0]))
+    assert [tuple(b) for b in epochs[0]] != [tuple(b) for b in epochs[1]]  # reshuffled
+    # Drawn by length: the batches' length ranges do not interleave.
+    spans = sorted((lengths[b].min(), lengths[b].max()) for b in epochs[0])
+    assert all(high <= next_low for (_, high), (next_low, _) in zip(spans, spans[1:]))
 
 
 def test_semi_supervised_training_uses_unlabelled_sequences(synthetic):

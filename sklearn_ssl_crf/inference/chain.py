@@ -184,32 +184,30 @@ def chain_statistics(unary, transition):
     emission = np.exp(unary - unary_max)
     transition_max = transition.max()
     exp_transition = np.exp(transition - transition_max)
-    # steps[t - 1][i, j] = exp_transition[i, j] * emission[t, j]
-    steps = exp_transition * emission[1:, None, :]
+    # The step from row t to row t + 1 is backward[t][i, j] = exp_transition[i, j] *
+    # emission[t + 1, j]; forward[t] is its transpose, so that both recursions are
+    # matrix @ vector products (np.dot with out= has the least call overhead).
+    backward = exp_transition * emission[1:, None, :]
+    forward = exp_transition.T * emission[1:, :, None]
     ones = np.ones(n_labels)
     alpha = np.empty_like(emission)
     beta = np.empty_like(emission)
     norms = np.ones(n)
     alpha[0] = emission[0]
     beta[-1] = 1.0
-    # Blocks of _BLOCK plain products, each followed by one renormalisation; steps[k] leads
-    # from row k to row k + 1.
+    dot = np.dot
+    # Blocks of _BLOCK plain products, each followed by one renormalisation.
     for start in range(0, n - 1, _BLOCK):
         stop = min(start + _BLOCK, n - 1)
-        previous = alpha[start]
-        for step, row in zip(steps[start:stop], alpha[start + 1:stop + 1]):
-            np.matmul(previous, step, out=row)
-            previous = row
-        norms[stop] = previous @ ones or 1.0  # an all-zero row fails the test below
-        previous /= norms[stop]
+        for t in range(start, stop):
+            dot(forward[t], alpha[t], out=alpha[t + 1])
+        norm = norms[stop] = dot(alpha[stop], ones) or 1.0  # an all-zero row fails the test
+        alpha[stop] /= norm
     for stop in range(n - 1, 0, -_BLOCK):
         start = max(stop - _BLOCK, 0)
-        following = beta[stop]
-        backwards = slice(stop - 1, start - 1 if start else None, -1)
-        for step, row in zip(steps[backwards], beta[backwards]):
-            np.matmul(step, following, out=row)
-            following = row
-        following /= following @ ones or 1.0
+        for t in range(stop - 1, start - 1, -1):
+            dot(backward[t], beta[t + 1], out=beta[t])
+        beta[start] /= dot(beta[start], ones) or 1.0
     joint = alpha * beta
     mass = joint @ ones
     # mass <= S * max(alpha) * max(beta), and beta grows by at most S^_BLOCK between

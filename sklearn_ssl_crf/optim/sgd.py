@@ -8,9 +8,10 @@ step touches only the rows of W whose attributes occur in the sampled sequences
 (Shalev-Shwartz et al. 2007; Bottou 2012). The learning rate is
 ``eta_t = eta0 / (1 + lam * eta0 * t)``, ``t`` counting sequences.
 
-The optimiser sees the data only through ``gradient(trainer, indices) -> (loss, rows,
-d_state, d_transition)``: the summed loss of those sequences at the trainer's current
-weights and its gradient (``d_state`` holds the rows ``rows`` of dW, ``rows`` distinct).
+The optimiser sees the data only through batches (arrays of sequence indices) and
+``gradient(trainer, batch) -> (loss, rows, d_state, d_transition)``: the summed loss of the
+batch's sequences at the trainer's current weights and its gradient (``d_state`` holds the
+rows ``rows`` of dW, ``rows`` distinct).
 """
 
 import time
@@ -119,25 +120,26 @@ class SGDTrainer:
         self.scale = 1.0
 
 
-def sgd_epoch(trainer, gradient, order, batch_size=1):
-    """One pass over the sequences ``order`` in batches; returns the summed loss (each
-    sequence's loss at the weights before its step)."""
+def sgd_epoch(trainer, gradient, batches):
+    """One step per batch, in order; returns the summed loss (each sequence's loss at the
+    weights before its step)."""
     total = 0.0
-    for start in range(0, len(order), batch_size):
-        batch = order[start:start + batch_size]
+    for batch in batches:
         loss, rows, d_state, d_transition = gradient(trainer, batch)
         total += loss
         trainer.step(rows, d_state, d_transition, len(batch))
     return total
 
 
-def _regularised_loss(trainer, loss, n_samples):
-    # The per-sequence penalty lam / 2 ||theta||^2 over n sequences: c2 ||theta||^2 for the
-    # whole training set, as CRFsuite reports it.
+def _epoch_loss(trainer, gradient, batches):
+    # Plus the per-sequence penalty lam / 2 ||theta||^2 over the epoch's sequences:
+    # c2 ||theta||^2 for the whole training set, as CRFsuite reports it.
+    loss = sgd_epoch(trainer, gradient, batches)
+    n_samples = sum(len(batch) for batch in batches)
     return loss + 0.5 * trainer.lam * n_samples * trainer.squared_norm()
 
 
-def calibrate_learning_rate(make_trainer, gradient, sample, batch_size=1, eta=0.1, rate=2.0,
+def calibrate_learning_rate(make_trainer, gradient, sample, eta=0.1, rate=2.0,
                             candidates=10, max_trials=20, verbose=False):
     """CRFsuite's calibration of ``eta0`` (l2sgd): one epoch over ``sample`` per trial from
     zero weights, multiplying ``eta`` by ``rate`` while the loss stays below its initial
@@ -150,8 +152,8 @@ def calibrate_learning_rate(make_trainer, gradient, sample, batch_size=1, eta=0.
         ``eta0 -> SGDTrainer`` with zero weights.
     gradient : callable
         See the module docstring.
-    sample : ndarray of int
-        Sequences used, in this order.
+    sample : list of ndarray of int
+        Batches used, in this order.
 
     Returns
     -------
@@ -159,8 +161,7 @@ def calibrate_learning_rate(make_trainer, gradient, sample, batch_size=1, eta=0.
     trials : list of (eta, loss)
     """
     zero = make_trainer(eta)
-    initial = sum(gradient(zero, sample[k:k + batch_size])[0]
-                  for k in range(0, len(sample), batch_size))
+    initial = sum(gradient(zero, batch)[0] for batch in sample)
     if verbose:
         print(f"calibration: initial loss {initial:.4f}")
     best_loss, best_eta = np.inf, eta
@@ -168,8 +169,7 @@ def calibrate_learning_rate(make_trainer, gradient, sample, batch_size=1, eta=0.
     remaining, decreasing, trial = candidates, False, 1
     while remaining > 0 or not decreasing:
         trainer = make_trainer(eta)
-        loss = _regularised_loss(trainer, sgd_epoch(trainer, gradient, sample, batch_size),
-                                 len(sample))
+        loss = _epoch_loss(trainer, gradient, sample)
         trials.append((eta, loss))
         ok = bool(np.isfinite(loss) and loss < initial)
         if verbose:
@@ -217,8 +217,8 @@ class SGDResult:
     termination_condition: str = ""
 
 
-def minimize_sgd(trainer, gradient, epoch_order, max_epochs, period=10, delta=1e-6,
-                 batch_size=1, callback=None, verbose=False):
+def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=1e-6,
+                 callback=None, verbose=False):
     """Epochs of `sgd_epoch` with CRFsuite's stopping rule: stop when the loss improved by
     less than ``delta`` (relative) over the last ``period`` epochs.
 
@@ -226,8 +226,8 @@ def minimize_sgd(trainer, gradient, epoch_order, max_epochs, period=10, delta=1e
     ----------
     trainer : SGDTrainer
     gradient : callable
-    epoch_order : callable
-        ``() -> ndarray of int``: the sequences of the next epoch, in order (a shuffle).
+    epoch_batches : callable
+        ``() -> list of ndarray of int``: the batches of the next epoch, in order.
     max_epochs : int
     callback : callable, default=None
         ``callback(epoch, trainer) -> dict`` of extra log entries (dev scores).
@@ -243,9 +243,7 @@ def minimize_sgd(trainer, gradient, epoch_order, max_epochs, period=10, delta=1e
     epoch = 0
     for epoch in range(1, max_epochs + 1):
         started = time.perf_counter()
-        order = epoch_order()
-        loss = _regularised_loss(trainer, sgd_epoch(trainer, gradient, order, batch_size),
-                                 len(order))
+        loss = _epoch_loss(trainer, gradient, epoch_batches())
         entry = {
             "num": epoch,
             "loss": float(loss),

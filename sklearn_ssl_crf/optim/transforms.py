@@ -69,9 +69,9 @@ class GradientTransform:
         self._values = self._slopes = None
         if name not in ("sgd", "inverse"):
             grid = np.linspace(-1.0, 1.0, _TABLE_INTERVALS + 1)
-            values = exact_transform(name, grid, self.eps)
-            self._values = values[:-1]
-            self._slopes = np.diff(values)
+            # Cell k spans grid[k]..grid[k + 1]; the last "cell" is the point g = 1.
+            self._values = exact_transform(name, grid, self.eps)
+            self._slopes = np.append(np.diff(self._values), 0.0)
 
     def __call__(self, g):
         """``h(g)``; overwrites and returns ``g`` (a float64 array)."""
@@ -87,14 +87,14 @@ class GradientTransform:
         half = _TABLE_INTERVALS / 2
         position = g * half
         position += half
-        # Entries beyond [-1, 1] (features firing several times) are redone exactly below.
-        np.clip(position, 0.0, _TABLE_INTERVALS - 1e-9, out=position)
         cell = position.astype(np.intp)
         position -= cell
-        outside = np.abs(g) > 1.0
-        exact = exact_transform(self.name, g[outside], self.eps) if outside.any() else None
-        position *= np.take(self._slopes, cell)
-        np.add(position, np.take(self._values, cell), out=g)
-        if exact is not None:
-            g[outside] = exact
+        # mode='clip' keeps the cells of entries beyond [-1, 1] (features firing several
+        # times) in the table; those entries are redone exactly below.
+        position *= np.take(self._slopes, cell, mode="clip")
+        position += np.take(self._values, cell, mode="clip")
+        if g.max(initial=0.0) > 1.0 or g.min(initial=0.0) < -1.0:
+            outside = np.abs(g) > 1.0
+            position[outside] = exact_transform(self.name, g[outside], self.eps)
+        g[...] = position
         return g
