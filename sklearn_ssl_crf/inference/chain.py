@@ -274,15 +274,13 @@ class ScaledLattice:
         scaled_emission = np.divide(emission, scale[:, None], out=emission)
         beta = workspace.array("beta", unary.shape)
         weighted = workspace.array("weighted", unary.shape)
-        last = layout.max_length - 1
-        beta[layout.block(last)] = 1.0
-        for t in range(last, 0, -1):
+        # Every chain starts the backward pass at its last position.
+        beta[layout.last_rows] = 1.0
+        for t in range(layout.max_length - 1, 0, -1):
             rows = layout.block(t)
             np.multiply(scaled_emission[rows], beta[rows], out=weighted[rows])
             continuing = layout.block(t - 1, layout.batch_sizes[t])
             np.matmul(weighted[rows], exp_transition.T, out=beta[continuing])
-            # Chains whose last position is t - 1 start the backward pass there.
-            beta[continuing.stop:layout.block(t - 1).stop] = 1.0
         # sum_t alpha[t-1]^T weighted[t]: the expected transition counts up to exp(T), in one
         # product (np.take gathers rows several times faster than fancy indexing).
         self.previous_alpha = np.take(alpha, layout.previous_rows, axis=0)
