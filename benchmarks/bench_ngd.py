@@ -6,7 +6,7 @@ Parts (``--parts``):
               ``batch_size=1`` (the paper's algorithm) for ``--epochs`` epochs (the stopping
               rule off), test token accuracy and span F1 after every epoch; the final model
               (CRFsuite keeps the epoch of lowest loss). Also the fast setting
-              (``--fast-batch``) with 'arctan'.
+              (``--fast-batch``, ``--fast-eta0``) with 'arctan'.
 ``baselines`` `CRF` (L-BFGS, to convergence) and ``sklearn_crfsuite.CRF(algorithm='l2sgd',
               c2=1.0)`` trained for 1, 2, 3, 5, 10, 15, 20 and 30 epochs (it has no per-epoch
               callback; its shuffling is its own, the same in every run).
@@ -61,10 +61,10 @@ def scores(y_true, y_pred):
             "span_f1": span_f1_score(y_true, y_pred)}
 
 
-def run_ngd(train, y_train, test, y_test, update, seed, epochs, batch_size):
+def run_ngd(train, y_train, test, y_test, update, seed, epochs, batch_size, eta0=None):
     started = time.perf_counter()
     model = NaturalGradientCRF(update=update, batch_size=batch_size, max_iterations=epochs,
-                               period=0, random_state=seed)
+                               period=0, random_state=seed, eta0=eta0)
     model.fit(train, y_train, X_dev=test, y_dev=y_test)
     log = model.training_log_
     return {
@@ -99,10 +99,12 @@ def part_accuracy(data, args, results):
             results[key] = run_ngd(train, y_train, test, y_test, update, seed, args.epochs, 1)
             print(key, results[key]["final"], flush=True)
             save(results, args.json)
-        key = f"ngd/arctan/b{args.fast_batch}/seed{seed}"
+        fast = f"b{args.fast_batch}" + ("" if args.fast_eta0 is None else
+                                         f",eta0={args.fast_eta0:g}")
+        key = f"ngd/arctan/{fast}/seed{seed}"
         if key not in results:
             results[key] = run_ngd(train, y_train, test, y_test, "arctan", seed, args.epochs,
-                                   args.fast_batch)
+                                   args.fast_batch, args.fast_eta0)
             print(key, results[key]["final"], flush=True)
             save(results, args.json)
 
@@ -216,6 +218,8 @@ def main():
     parser.add_argument("--updates", nargs="+", default=list(TRANSFORMS))
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--fast-batch", type=int, default=32)
+    parser.add_argument("--fast-eta0", type=float, default=None,
+                        help="eta0 of the fast setting's accuracy runs (default: calibrated)")
     parser.add_argument("--timing-epochs", type=int, default=5)
     parser.add_argument("--json", nargs="+", default=["ngd_results.json"],
                         help="results file (the first one is written; --report merges all)")
