@@ -452,6 +452,14 @@ def _union(mask, new):
     return mask | new
 
 
+def _local_matrix(matrix):
+    """The attributes (columns) a CSR block of token rows uses, and the block over those
+    only."""
+    columns, local_columns = np.unique(matrix.indices, return_inverse=True)
+    return columns, sp.csr_matrix((matrix.data, local_columns, matrix.indptr),
+                                  shape=(matrix.shape[0], columns.size))
+
+
 class _Samples:
     """Training sequences for stochastic steps: `gradient(trainer, batch)` gives the summed
     loss of a batch of sequences and its gradient, over the attributes they use.
@@ -492,13 +500,9 @@ class _Samples:
         """Attributes of labelled sequence ``i``, its feature matrix over them and its
         transpose (CSR both), its gold entries of the (n, S) unary array, and its gold
         transitions (flat indices into (S, S), counts)."""
-        matrix, offsets, n_labels = self.sequences.matrix, self.sequences.offsets, self.n_labels
-        first, stop = offsets[i], offsets[i + 1]
-        indptr = matrix.indptr[first:stop + 1]
-        entries = slice(indptr[0], indptr[-1])
-        columns, local_columns = np.unique(matrix.indices[entries], return_inverse=True)
-        local = sp.csr_matrix((matrix.data[entries], local_columns, indptr - indptr[0]),
-                              shape=(stop - first, columns.size))
+        first, stop = self.sequences.offsets[i], self.sequences.offsets[i + 1]
+        columns, local = _local_matrix(self.sequences.matrix[first:stop])
+        n_labels = self.n_labels
         labels = self.codes[first:stop]
         gold = np.arange(labels.size) * n_labels + labels
         pairs, counts = np.unique(labels[:-1] * n_labels + labels[1:], return_counts=True)
@@ -510,9 +514,7 @@ class _Samples:
         labelled = batch[batch < self.n_labelled]
         unlabelled = batch[batch >= self.n_labelled]
         part = self.sequences[np.concatenate([labelled, unlabelled])]
-        columns, local_columns = np.unique(part.matrix.indices, return_inverse=True)
-        local = sp.csr_matrix((part.matrix.data, local_columns, part.matrix.indptr),
-                              shape=(part.n_tokens, columns.size))
+        columns, local = _local_matrix(part.matrix)
         split = part.offsets[labelled.size]
         labelled_packed = unlabelled_packed = None
         if labelled.size:

@@ -92,9 +92,11 @@ class GradientTransform:
         # mode='clip' keeps the cells of entries beyond [-1, 1] (features firing several
         # times) in the table; those entries are redone exactly below.
         position *= np.take(self._slopes, cell, mode="clip")
-        position += np.take(self._values, cell, mode="clip")
+        outside = None
         if g.max(initial=0.0) > 1.0 or g.min(initial=0.0) < -1.0:
             outside = np.abs(g) > 1.0
-            position[outside] = exact_transform(self.name, g[outside], self.eps)
-        g[...] = position
+            exact = exact_transform(self.name, g[outside], self.eps)
+        np.add(position, np.take(self._values, cell, mode="clip"), out=g)
+        if outside is not None:
+            g[outside] = exact
         return g
