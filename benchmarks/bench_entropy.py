@@ -24,7 +24,7 @@ import numpy as np
 
 from sklearn_ssl_crf import CRF
 from sklearn_ssl_crf._threads import single_threaded_blas
-from sklearn_ssl_crf.crf import _chunk_log_likelihood, _sum_in_order
+from sklearn_ssl_crf.crf import _chunk_log_likelihood
 from sklearn_ssl_crf.datasets import load_bc2gm
 from sklearn_ssl_crf.featurize import WindowFeatures
 from sklearn_ssl_crf.inference import ChainLayout, covariance_entropy_gradient, entropy_gradient
@@ -44,12 +44,6 @@ def best_time(function, repeat):
     return min(times)
 
 
-def evaluate(data, function, *args):
-    """One evaluation over the chunks as training runs it (sparse products included, results
-    summed in chunk order)."""
-    return _sum_in_order(data.map(function, *args))
-
-
 def cost_ratio(data_dir, repeat):
     X, y = load_bc2gm(Path(data_dir) / "bc2gm")["train"]
     features = WindowFeatures()
@@ -63,10 +57,10 @@ def cost_ratio(data_dir, repeat):
     state, transition = model.state_weights_, model.transition_weights_
 
     def supervised():
-        evaluate(labelled, _chunk_log_likelihood, state, transition)
+        labelled.sum(_chunk_log_likelihood, state, transition)
 
     def entropy():
-        evaluate(unlabelled, _chunk_unlabelled_terms, state, transition, "lattice")
+        unlabelled.sum(_chunk_unlabelled_terms, state, transition, "lattice")
 
     with single_threaded_blas():
         t_supervised, t_entropy = best_time(supervised, repeat), best_time(entropy, repeat)
@@ -126,9 +120,9 @@ def parallel_speedup(sequences, codes, n_labels, state, transition, repeat):
         for n_jobs in (1, 2):
             data = ChunkedSequences(sequences, labels, n_labels, n_jobs=n_jobs)
             with single_threaded_blas():
-                evaluate(data, function, state, transition, *args)  # starts the workers
+                data.sum(function, state, transition, *args)  # starts the workers
                 times[n_jobs] = best_time(
-                    lambda: evaluate(data, function, state, transition, *args), repeat)
+                    lambda: data.sum(function, state, transition, *args), repeat)
         print(f"| {name} | {times[1]:.3f} | {times[2]:.3f} | {times[1] / times[2]:.2f}x |")
 
 
@@ -145,7 +139,7 @@ def memory(sequences, state, transition):
                      + chunk.matrix.indptr.nbytes for chunk in data.chunks)
         with single_threaded_blas():
             tracemalloc.start()
-            evaluate(data, _chunk_unlabelled_terms, state, transition, "lattice")
+            data.sum(_chunk_unlabelled_terms, state, transition, "lattice")
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
         print(f"| {len(subset):,} | {subset.n_tokens:,} | {stored / 1e6:.0f} | "

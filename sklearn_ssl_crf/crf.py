@@ -238,27 +238,13 @@ def _chunk_log_likelihood(chunk, workspace, state, transition):
     return value, chunk.weight_gradient(d_unary), d_transition
 
 
-def _sum_in_order(results):
-    """Element-wise sum of tuples of terms (floats and fresh arrays), in order and in place:
-    the same sum for any n_jobs, with one set of arrays alive besides the running total."""
-    totals = None
-    for terms in results:
-        if totals is None:
-            totals = list(terms)
-            continue
-        for k, term in enumerate(terms):
-            totals[k] += term
-    return totals
-
-
 def _penalised_negative_log_likelihood(data, layout, c2):
     """``theta -> (value, gradient)`` of ``-log-likelihood + c2 * ||theta||^2`` over the
     chunks of ``data`` (a `ChunkedSequences`)."""
 
     def objective(theta):
         state, transition = layout.unpack(theta)
-        value, d_state, d_transition = _sum_in_order(
-            data.map(_chunk_log_likelihood, state, transition))
+        value, d_state, d_transition = data.sum(_chunk_log_likelihood, state, transition)
         gradient = layout.pack(d_state, d_transition)
         # In place: on a million weights every temporary array counts.
         np.negative(gradient, out=gradient)

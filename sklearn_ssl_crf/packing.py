@@ -2,9 +2,10 @@
 potentials: ``unary = X @ W`` forward, ``dW = X.T @ d_unary`` back.
 
 Training data is packed in chunks of consecutive sequences, evaluated one after another (or
-in ``n_jobs`` worker processes) with reused work arrays, so memory holds one chunk's work at
-a time per worker, whatever the size of the corpus. Chunk boundaries depend only on the data
-and results are summed in chunk order, so the sums are the same for any ``n_jobs``.
+in ``n_jobs`` processes) with reused work arrays, so memory holds one chunk's work at a time
+per process, whatever the size of the corpus. Chunk results are summed pairwise along a
+binary tree over the chunks that depends only on the data, so the sums are the same for any
+``n_jobs``.
 """
 
 import shutil
@@ -94,7 +95,7 @@ class ChunkedSequences:
         Label index of every token of ``sequences``.
     n_labels : int, default=None
     n_jobs : int, default=None
-        Worker processes used by `map`; None or 1 runs the chunks one after another in this
+        Processes used by `sum`; None or 1 runs the chunks one after another in this
         process. With several, the chunks are written once to memory-mapped files in a
         temporary folder (removed with this object) that the workers map instead of
         receiving copies, and this object maps them too, so the data is held once.
@@ -128,17 +129,59 @@ class ChunkedSequences:
                 self._paths.append(path)
                 self.chunks[k] = joblib.load(path, mmap_mode="r")
 
-    def map(self, function, *args):
-        """``function(chunk, workspace, *args)`` for every chunk, results in chunk order.
+    def sum(self, function, *args):
+        """Element-wise sum over the chunks of ``function(chunk, workspace, *args)``, a tuple
+        of floats and fresh arrays, returned as a list.
 
-        A generator: results are produced as they are consumed, so a caller that sums them
-        holds few at a time. ``function`` must be picklable (defined at module level) when
-        ``n_jobs > 1``.
+        Results are added pairwise along a fixed binary tree over the chunks (each range's
+        sum is its left half's plus its right half's), which keeps a few partial sums alive
+        at a time and gives the same floats for any ``n_jobs``. With several jobs, the tree's
+        ranges at the first depth with at least ``2 * n_jobs`` of them are shared out in
+        contiguous groups: this process sums the first group while each of ``n_jobs - 1``
+        workers sums one other group in a single task (joblib polls for results every 10 ms,
+        so a few long tasks lose less than one task per chunk). ``function`` must be
+        picklable (defined at module level) when ``n_jobs > 1``.
         """
+        n_chunks = len(self.chunks)
         if self._paths is None:
-            return (function(chunk, self._workspace, *args) for chunk in self.chunks)
-        return Parallel(n_jobs=self.n_jobs, return_as="generator")(
-            delayed(_run_stored)(path, function, args) for path in self._paths)
+            return _range_sum(0, n_chunks, self._leaf(function, args))
+        n_jobs = min(effective_n_jobs(self.n_jobs), n_chunks)
+        groups = [[tuple(bounds) for bounds in group] for group in
+                  np.array_split(_tree_ranges(n_chunks, 2 * n_jobs), n_jobs)]
+        tasks = Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(_sum_stored)(self._paths, group, function, args) for group in groups[1:])
+        remote = {bounds for group in groups[1:] for bounds in group}
+        return _range_sum(0, n_chunks, self._leaf(function, args), remote,
+                          (part for sums in tasks for part in sums))
+
+    def _leaf(self, function, args):
+        return lambda k: function(self.chunks[k], self._workspace, *args)
+
+
+def _range_sum(first, stop, leaf, remote=(), remote_sums=None):
+    """Sum of ``leaf(k)`` for chunks ``first <= k < stop`` along the fixed tree. The sums of
+    the ranges in ``remote`` are computed elsewhere and come from ``remote_sums`` in
+    left-to-right order, taken only when the tree reaches them."""
+    if (first, stop) in remote:
+        return next(remote_sums)
+    if stop - first == 1:
+        return list(leaf(first))
+    middle = (first + stop + 1) // 2
+    total = _range_sum(first, middle, leaf, remote, remote_sums)
+    for k, term in enumerate(_range_sum(middle, stop, leaf, remote, remote_sums)):
+        total[k] += term
+    return total
+
+
+def _tree_ranges(n_chunks, count):
+    """The (first, stop) ranges of the tree's first depth with at least ``count`` of them (or
+    all chunks), left to right; a single chunk stays as it is at deeper levels."""
+    ranges = [(0, n_chunks)]
+    while len(ranges) < min(count, n_chunks):
+        ranges = [half for first, stop in ranges for half in (
+            [(first, stop)] if stop - first == 1 else
+            [(first, (first + stop + 1) // 2), ((first + stop + 1) // 2, stop)])]
+    return ranges
 
 
 # In a worker process: the chunks it has mapped (of the newest folder only) and its one
@@ -147,14 +190,19 @@ _stored_chunks = {}
 _worker_workspace = Workspace()
 
 
-def _run_stored(path, function, args):
-    chunk = _stored_chunks.get(path)
-    if chunk is None:
-        folder = Path(path).parent
-        for stale in [key for key in _stored_chunks if Path(key).parent != folder]:
-            del _stored_chunks[stale]
-        chunk = _stored_chunks[path] = joblib.load(path, mmap_mode="r")
-    return function(chunk, _worker_workspace, *args)
+def _sum_stored(paths, ranges, function, args):
+    """In a worker: the sums of some tree ranges of the chunks stored at ``paths``."""
+    folder = Path(paths[0]).parent
+    for stale in [key for key in _stored_chunks if Path(key).parent != folder]:
+        del _stored_chunks[stale]
+
+    def leaf(k):
+        chunk = _stored_chunks.get(paths[k])
+        if chunk is None:
+            chunk = _stored_chunks[paths[k]] = joblib.load(paths[k], mmap_mode="r")
+        return function(chunk, _worker_workspace, *args)
+
+    return [_range_sum(first, stop, leaf) for first, stop in ranges]
 
 
 def _chunk_bounds(offsets, chunk_tokens):

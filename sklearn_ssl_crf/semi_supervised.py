@@ -23,7 +23,6 @@ from .crf import (
     CRF,
     _check_dev_pair,
     _penalised_negative_log_likelihood,
-    _sum_in_order,
 )
 from .objectives import label_count_gradient, proportion_kl, unlabelled_terms
 from .packing import ChunkedSequences
@@ -192,8 +191,8 @@ all_possible_states, all_possible_transitions, verbose
             value, gradient = supervised(theta)
             parts["likelihood"] = float(-(value - self.c2 * (theta @ theta)))
             state, transition = layout.unpack(theta)
-            negative_entropy, d_state, d_transition, label_sums = _sum_in_order(
-                unlabelled_data.map(_chunk_unlabelled_terms, state, transition, method))
+            negative_entropy, d_state, d_transition, label_sums = unlabelled_data.sum(
+                _chunk_unlabelled_terms, state, transition, method)
             if gamma > 0:
                 value -= gamma * negative_entropy
                 gradient -= gamma * layout.pack(d_state, d_transition)
@@ -202,8 +201,8 @@ all_possible_states, all_possible_transitions, verbose
             if weight > 0:
                 # dKL / d(expected count of label s) = -pi_s / (N_u pi_hat_s)
                 label_weights = -target / (n_unlabelled * predicted)
-                d_state, d_transition = _sum_in_order(unlabelled_data.map(
-                    _chunk_label_count_gradient, state, transition, label_weights))
+                d_state, d_transition = unlabelled_data.sum(
+                    _chunk_label_count_gradient, state, transition, label_weights)
                 value += weight * n_unlabelled * kl
                 gradient += weight * n_unlabelled * layout.pack(d_state, d_transition)
             parts.update(objective=float(-value), unlabelled_entropy=float(-negative_entropy),

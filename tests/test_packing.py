@@ -5,11 +5,16 @@ from pathlib import Path
 
 import numpy as np
 
-from sklearn_ssl_crf.crf import _sum_in_order
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.featurize import SequenceVectorizer
 from sklearn_ssl_crf.packing import ChunkedSequences
 from sklearn_ssl_crf.semi_supervised import _chunk_unlabelled_terms
+
+
+def _chunk_rows(chunk, workspace, weights):
+    """Each chunk's token count and its rows' weighted sums: summed over the chunks, the
+    corpus's token count and ``X @ weights`` summed over its rows."""
+    return float(chunk.n_tokens), np.asarray(chunk.matrix.sum(axis=0)).ravel() @ weights
 
 
 def test_worker_processes_give_the_same_sums_and_clean_up():
@@ -19,13 +24,19 @@ def test_worker_processes_give_the_same_sums_and_clean_up():
     state = rng.normal(size=(sequences.n_features, 3))
     transition = rng.normal(size=(3, 3))
     sums = {}
-    for n_jobs in (1, 2):
+    for n_jobs in (1, 2, 3):
         data = ChunkedSequences(sequences, n_jobs=n_jobs, chunk_tokens=100)
-        assert len(data.chunks) > 2
-        sums[n_jobs] = _sum_in_order(data.map(_chunk_unlabelled_terms, state, transition,
-                                               "lattice"))
-    for one, two in zip(*sums.values()):
-        np.testing.assert_array_equal(one, two)
+        assert len(data.chunks) > 6
+        sums[n_jobs] = data.sum(_chunk_unlabelled_terms, state, transition, "lattice")
+        # Every chunk is added once, whatever the share of the work.
+        n_tokens, row_sums = data.sum(_chunk_rows, state)
+        assert n_tokens == sequences.n_tokens
+        np.testing.assert_allclose(row_sums, np.asarray(sequences.matrix.sum(axis=0)).ravel()
+                                   @ state)
+    for one, other in zip(sums[1], sums[2]):
+        np.testing.assert_array_equal(one, other)
+    for one, other in zip(sums[1], sums[3]):
+        np.testing.assert_array_equal(one, other)
     folder = Path(data._paths[0]).parent
     assert folder.is_dir()
     del data
