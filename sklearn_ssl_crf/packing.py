@@ -184,22 +184,23 @@ def _tree_ranges(n_chunks, count):
     return ranges
 
 
-# In a worker process: the chunks it has mapped (of the newest folder only) and its one
-# set of work arrays.
+# In a worker process: the chunks it has mapped, by folder, and its one set of work arrays.
 _stored_chunks = {}
 _worker_workspace = Workspace()
 
 
 def _sum_stored(paths, ranges, function, args):
     """In a worker: the sums of some tree ranges of the chunks stored at ``paths``."""
-    folder = Path(paths[0]).parent
-    for stale in [key for key in _stored_chunks if Path(key).parent != folder]:
-        del _stored_chunks[stale]
+    # Several data sets can be in use at once (labelled and unlabelled); a folder is gone
+    # once its data set is, and so are its chunks here.
+    for folder in [folder for folder in _stored_chunks if not Path(folder).is_dir()]:
+        del _stored_chunks[folder]
+    stored = _stored_chunks.setdefault(str(Path(paths[0]).parent), {})
 
     def leaf(k):
-        chunk = _stored_chunks.get(paths[k])
+        chunk = stored.get(k)
         if chunk is None:
-            chunk = _stored_chunks[paths[k]] = joblib.load(paths[k], mmap_mode="r")
+            chunk = stored[k] = joblib.load(paths[k], mmap_mode="r")
         return function(chunk, _worker_workspace, *args)
 
     return [_range_sum(first, stop, leaf) for first, stop in ranges]

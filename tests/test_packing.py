@@ -37,6 +37,14 @@ def test_worker_processes_give_the_same_sums_and_clean_up():
         np.testing.assert_array_equal(one, other)
     for one, other in zip(sums[1], sums[3]):
         np.testing.assert_array_equal(one, other)
+    # Two data sets in use at once (as labelled and unlabelled data are): the workers keep
+    # each one's chunks apart.
+    halves = [sequences[np.arange(30)], sequences[np.arange(30, 60)]]
+    for _ in range(2):
+        for half in halves:
+            other = ChunkedSequences(half, n_jobs=2, chunk_tokens=100)
+            assert other.sum(_chunk_rows, state)[0] == half.n_tokens
+            assert data.sum(_chunk_rows, state)[0] == sequences.n_tokens
     folder = Path(data._paths[0]).parent
     assert folder.is_dir()
     del data
