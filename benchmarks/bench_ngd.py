@@ -4,9 +4,8 @@ Parts (``--parts``):
 
 ``accuracy``  For 'sgd' and the five transforms, each seed: `NaturalGradientCRF` with
               ``batch_size=1`` (the paper's algorithm) for ``--epochs`` epochs (the stopping
-              rule off), test token accuracy and span F1 after every epoch; the returned
-              model ('sgd': the epoch of lowest loss, as CRFsuite; a transform: the last
-              epoch). Also the fast setting
+              rule off), test token accuracy and span F1 after every epoch; the final model
+              (CRFsuite keeps the epoch of lowest loss). Also the fast setting
               (``--fast-batch``, ``--fast-eta0``) with 'arctan'.
 ``baselines`` `CRF` (L-BFGS, to convergence) and ``sklearn_crfsuite.CRF(algorithm='l2sgd',
               c2=1.0)`` trained for 1, 2, 3, 5, 10, 15, 20 and 30 epochs (it has no per-epoch

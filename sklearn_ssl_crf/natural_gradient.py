@@ -122,11 +122,8 @@ class NaturalGradientCRF(BaseCRF):
         The rates tried and their losses (empty when ``eta0`` is given).
     n_iter_ : int
         Epochs run.
-    Other attributes as in `CRF`. With ``update='sgd'``, `fit` keeps the weights of the epoch
-    with the lowest loss, as CRFsuite does; with a transform, those of the last epoch: each
-    transform is SGD on a surrogate loss whose value is unknown (the paper, section 3.4),
-    so the logged loss, the log-likelihood's, need not fall as the model improves (with
-    'inverse' it rises after a few epochs while test accuracy keeps rising).
+    Other attributes as in `CRF`. `fit` keeps the weights of the epoch with the lowest loss,
+    as CRFsuite does.
 
     See Also
     --------
@@ -266,9 +263,6 @@ class NaturalGradientCRF(BaseCRF):
                 result = minimize_sgd(trainer, data.gradient,
                                       lambda data=data: self._epoch_batches(data, rng),
                                       max_epochs, period=self.period, delta=self.delta,
-                                      # The transforms descend surrogate losses (paper
-                                      # section 3.4), not the logged one.
-                                      keep_lowest_loss=self.update == "sgd",
                                       callback=callback, verbose=self.verbose)
             trainer.set_weights(result.state, result.transition)
             log += [dict(entry, phase=phase) if len(phases) > 1 else entry

@@ -201,8 +201,7 @@ class SGDResult:
     Attributes
     ----------
     state, transition : ndarray
-        Weights of the epoch with the lowest loss (CRFsuite keeps those), or of the last
-        epoch.
+        Weights of the epoch with the lowest loss (CRFsuite keeps those).
     n_iter : int
         Epochs run.
     log : list of dict
@@ -219,7 +218,7 @@ class SGDResult:
 
 
 def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=1e-6,
-                 keep_lowest_loss=True, callback=None, verbose=False):
+                 callback=None, verbose=False):
     """Epochs of `sgd_epoch` with CRFsuite's stopping rule: stop when the loss improved by
     less than ``delta`` (relative) over the last ``period`` epochs.
 
@@ -230,9 +229,6 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
     epoch_batches : callable
         ``() -> list of ndarray of int``: the batches of the next epoch, in order.
     max_epochs : int
-    keep_lowest_loss : bool, default=True
-        Return the weights of the epoch with the lowest loss (CRFsuite's rule, for updates
-        that descend that loss); False: the last epoch's (of finite loss).
     callback : callable, default=None
         ``callback(epoch, trainer) -> dict`` of extra log entries (dev scores).
 
@@ -264,7 +260,7 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
         if not np.isfinite(loss):
             termination = "the loss is not finite"
             break
-        if loss < best_loss or not keep_lowest_loss:
+        if loss < best_loss:
             best_loss, best = loss, trainer.weights()
         if len(history) >= period > 0:
             improvement = (history[-period] - loss) / loss
