@@ -184,30 +184,32 @@ def chain_statistics(unary, transition):
     emission = np.exp(unary - unary_max)
     transition_max = transition.max()
     exp_transition = np.exp(transition - transition_max)
-    # The step from row t to row t + 1 is backward[t][i, j] = exp_transition[i, j] *
-    # emission[t + 1, j]; forward[t] is its transpose, so that both recursions are
-    # matrix @ vector products (np.dot with out= has the least call overhead).
-    backward = exp_transition * emission[1:, None, :]
-    forward = exp_transition.T * emission[1:, :, None]
+    # The step from row t to row t + 1 is steps[t][i, j] = exp_transition[i, j] *
+    # emission[t + 1, j]: alpha[t + 1] = alpha[t] @ steps[t], beta[t] = steps[t] @ beta[t + 1]
+    # (np.dot with out= has the least call overhead; BLAS takes the matrix either way).
     ones = np.ones(n_labels)
     alpha = np.empty_like(emission)
     beta = np.empty_like(emission)
     norms = np.ones(n)
     alpha[0] = emission[0]
     beta[-1] = 1.0
+    # Row views made once: indexing an array in the loop costs as much as the product.
+    steps = list(exp_transition * emission[1:, None, :])
+    alpha_rows, beta_rows = list(alpha), list(beta)
     dot = np.dot
     # Blocks of _BLOCK plain products, each followed by one renormalisation.
     for start in range(0, n - 1, _BLOCK):
         stop = min(start + _BLOCK, n - 1)
         for t in range(start, stop):
-            dot(forward[t], alpha[t], out=alpha[t + 1])
-        norm = norms[stop] = dot(alpha[stop], ones) or 1.0  # an all-zero row fails the test
-        alpha[stop] /= norm
+            dot(alpha_rows[t], steps[t], out=alpha_rows[t + 1])
+        # An all-zero row fails the test below.
+        norm = norms[stop] = dot(alpha_rows[stop], ones) or 1.0
+        alpha_rows[stop] /= norm
     for stop in range(n - 1, 0, -_BLOCK):
         start = max(stop - _BLOCK, 0)
         for t in range(stop - 1, start - 1, -1):
-            dot(backward[t], beta[t + 1], out=beta[t])
-        beta[start] /= dot(beta[start], ones) or 1.0
+            dot(steps[t], beta_rows[t + 1], out=beta_rows[t])
+        beta_rows[start] /= dot(beta_rows[start], ones) or 1.0
     joint = alpha * beta
     mass = joint @ ones
     # mass <= S * max(alpha) * max(beta), and beta grows by at most S^_BLOCK between
