@@ -207,15 +207,17 @@ def _sum_stored(paths, ranges, function, args):
 
 
 def _chunk_bounds(offsets, chunk_tokens):
-    """(first, stop) sequence indices of consecutive chunks of about ``chunk_tokens`` tokens;
-    a longer sequence makes a chunk of its own."""
+    """(first, stop) sequence indices of consecutive chunks of about equal size, as few as
+    keep them near ``chunk_tokens`` tokens: each cut is the sequence boundary nearest an
+    equal share of the tokens, so shares given to different processes are balanced (a
+    sequence longer than a share can make a chunk larger than ``chunk_tokens``)."""
     n_sequences = offsets.size - 1
-    first = 0
-    while first < n_sequences:
-        stop = int(np.searchsorted(offsets, offsets[first] + chunk_tokens, side="right")) - 1
-        stop = min(max(stop, first + 1), n_sequences)
-        yield first, stop
-        first = stop
+    n_chunks = max(1, -(-int(offsets[-1]) // chunk_tokens))
+    shares = offsets[-1] * np.arange(1, n_chunks) / n_chunks
+    after = np.clip(np.searchsorted(offsets, shares), 1, n_sequences)
+    nearer_before = shares - offsets[after - 1] < offsets[after] - shares
+    cuts = np.unique(np.concatenate([[0], after - nearer_before, [n_sequences]]))
+    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
 
 
 def _transition_counts(labels, lengths, n_labels):

@@ -7,7 +7,7 @@ import numpy as np
 
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.featurize import SequenceVectorizer
-from sklearn_ssl_crf.packing import ChunkedSequences
+from sklearn_ssl_crf.packing import ChunkedSequences, _chunk_bounds
 from sklearn_ssl_crf.semi_supervised import _chunk_unlabelled_terms
 
 
@@ -50,3 +50,19 @@ def test_worker_processes_give_the_same_sums_and_clean_up():
     del data
     gc.collect()
     assert not folder.exists()
+
+
+def test_chunks_are_equal_shares_of_the_tokens():
+    lengths = np.random.default_rng(0).integers(1, 30, size=400)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    bounds = _chunk_bounds(offsets, 1000)
+    # Consecutive, covering every sequence once, as few chunks as the size allows.
+    assert [first for first, _ in bounds] == [0] + [stop for _, stop in bounds[:-1]]
+    assert bounds[-1][1] == lengths.size
+    assert len(bounds) == -(-offsets[-1] // 1000)
+    # Each cut is within one sequence of an equal share.
+    sizes = np.array([offsets[stop] - offsets[first] for first, stop in bounds])
+    assert np.abs(sizes - offsets[-1] / len(bounds)).max() <= lengths.max()
+    # A sequence longer than a share makes a chunk of its own.
+    bounds = _chunk_bounds(np.array([0, 3, 503, 506]), 100)
+    assert (1, 2) in bounds
