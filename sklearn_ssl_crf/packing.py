@@ -148,6 +148,8 @@ class ChunkedSequences:
         n_jobs = min(effective_n_jobs(self.n_jobs), n_chunks)
         groups = [[tuple(bounds) for bounds in group] for group in
                   np.array_split(_tree_ranges(n_chunks, 2 * n_jobs), n_jobs)]
+        # n_jobs - 1 tasks on a pool of n_jobs workers, one of them idle: joblib runs a pool
+        # of one in this process, and the pool is the one other calls with n_jobs reuse.
         tasks = Parallel(n_jobs=n_jobs, return_as="generator")(
             delayed(_sum_stored)(self._paths, group, function, args) for group in groups[1:])
         remote = {bounds for group in groups[1:] for bounds in group}
