@@ -61,14 +61,16 @@ def scores(y_true, y_pred):
             "span_f1": span_f1_score(y_true, y_pred)}
 
 
-def run_ngd(train, y_train, test, y_test, update, seed, epochs, batch_size, eta0=None):
+def run_ngd(train, y_train, test, y_test, update, seed, epochs, batch_size, eta0=None,
+            eps=1.0):
     started = time.perf_counter()
     model = NaturalGradientCRF(update=update, batch_size=batch_size, max_iterations=epochs,
-                               period=0, random_state=seed, eta0=eta0)
+                               period=0, random_state=seed, eta0=eta0, eps=eps)
     model.fit(train, y_train, X_dev=test, y_dev=y_test)
     log = model.training_log_
     return {
-        "update": update, "seed": seed, "batch_size": batch_size, "eta0": model.eta0_,
+        "update": update, "eps": eps, "seed": seed, "batch_size": batch_size,
+        "eta0": model.eta0_,
         "epoch_seconds": [entry["time"] for entry in log],
         "curve_accuracy": [entry["dev_accuracy"] for entry in log],
         "curve_span_f1": [entry["dev_span_f1"] for entry in log],
@@ -93,10 +95,12 @@ def part_accuracy(data, args, results):
     X_train, y_train, X_test, y_test, train, test = data
     for seed in args.seeds:
         for update in args.updates:
-            key = f"ngd/{update}/b1/seed{seed}"
+            label = update if args.eps == 1 else f"{update}, eps={args.eps:g}"
+            key = f"ngd/{label}/b1/seed{seed}"
             if key in results:
                 continue
-            results[key] = run_ngd(train, y_train, test, y_test, update, seed, args.epochs, 1)
+            results[key] = run_ngd(train, y_train, test, y_test, update, seed, args.epochs, 1,
+                                   eps=args.eps)
             print(key, results[key]["final"], flush=True)
             save(results, args.json)
         fast = f"b{args.fast_batch}" + ("" if args.fast_eta0 is None else
@@ -150,7 +154,9 @@ def save(results, path):
 
 
 def report(results):
-    updates = [u for u in TRANSFORMS if any(k.startswith(f"ngd/{u}/b1/") for k in results)]
+    # Batch-1 runs by update (and eps, when not the default), in the order of TRANSFORMS.
+    labels = {k.split("/")[1] for k in results if k.startswith("ngd/") and "/b1/" in k}
+    updates = sorted(labels, key=lambda label: (TRANSFORMS.index(label.split(",")[0]), label))
 
     def runs(update, batch="b1"):
         return [v for k, v in results.items() if k.startswith(f"ngd/{update}/{batch}/")]
@@ -217,6 +223,8 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--updates", nargs="+", default=list(TRANSFORMS))
     parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--eps", type=float, default=1.0,
+                        help="eps of the batch-1 runs (the fast setting keeps the default)")
     parser.add_argument("--fast-batch", type=int, default=32)
     parser.add_argument("--fast-eta0", type=float, default=None,
                         help="eta0 of the fast setting's accuracy runs (default: calibrated)")
