@@ -148,8 +148,8 @@ class ChunkedSequences:
         n_jobs = min(effective_n_jobs(self.n_jobs), n_chunks)
         groups = [[tuple(bounds) for bounds in group] for group in
                   np.array_split(_tree_ranges(n_chunks, 2 * n_jobs), n_jobs)]
-        # n_jobs - 1 tasks on a pool of n_jobs workers, one of them idle: joblib runs a pool
-        # of one in this process, and the pool is the one other calls with n_jobs reuse.
+        # n_jobs - 1 tasks on n_jobs workers, one of them idle: joblib would run a pool of one
+        # in this process, and a pool of n_jobs is the one other calls with n_jobs reuse.
         tasks = Parallel(n_jobs=n_jobs, return_as="generator")(
             delayed(_sum_stored)(self._paths, group, function, args) for group in groups[1:])
         remote = {bounds for group in groups[1:] for bounds in group}
@@ -168,7 +168,7 @@ def _range_sum(first, stop, leaf, remote=(), remote_sums=None):
         return next(remote_sums)
     if stop - first == 1:
         return list(leaf(first))
-    middle = (first + stop + 1) // 2
+    middle = _middle(first, stop)
     total = _range_sum(first, middle, leaf, remote, remote_sums)
     for k, term in enumerate(_range_sum(middle, stop, leaf, remote, remote_sums)):
         total[k] += term
@@ -182,8 +182,13 @@ def _tree_ranges(n_chunks, count):
     while len(ranges) < min(count, n_chunks):
         ranges = [half for first, stop in ranges for half in (
             [(first, stop)] if stop - first == 1 else
-            [(first, (first + stop + 1) // 2), ((first + stop + 1) // 2, stop)])]
+            [(first, _middle(first, stop)), (_middle(first, stop), stop)])]
     return ranges
+
+
+def _middle(first, stop):
+    """Where the tree splits a range: the left half is the larger one."""
+    return (first + stop + 1) // 2
 
 
 # In a worker process: the chunks it has mapped, by folder, and its one set of work arrays.
