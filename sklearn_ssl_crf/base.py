@@ -59,19 +59,24 @@ class BaseCRF(BaseEstimator):
         else:
             self.vectorizer_ = SequenceVectorizer(min_freq=min_freq)
             sequences = self.vectorizer_.fit_transform(X)
+        labelled = self._labelled_sequences(sequences, y)
+        if labelled.size == 0:
+            raise ValueError("y has no labelled sequence (every entry is None)")
+        self.classes_, codes = encode_labels(y[i] for i in labelled)
+        return sequences, labelled, codes
+
+    def _labelled_sequences(self, sequences, y):
+        """Set ``attributes_`` and ``num_attributes_`` from the featurised X; check y against
+        it and return the indices of the labelled sequences (none of them empty)."""
         names = sequences.feature_names
         self.attributes_ = list(range(sequences.n_features)) if names is None else list(names)
         self.num_attributes_ = sequences.n_features
-
         labelled = check_labels(y, sequences.lengths)
-        if labelled.size == 0:
-            raise ValueError("y has no labelled sequence (every entry is None)")
         empty = labelled[sequences.lengths[labelled] == 0]
         if empty.size:
             raise ValueError(f"sequence {empty[0]} is empty: every training sequence needs "
                              "at least one token")
-        self.classes_, codes = encode_labels(y[i] for i in labelled)
-        return sequences, labelled, codes
+        return labelled
 
     def _transform(self, X):
         """Featurise X with what fit learned; returns a `SequenceMatrix`."""

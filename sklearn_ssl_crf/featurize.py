@@ -149,13 +149,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
             or not min_freq >= 0
         ):
             raise ValueError(f"min_freq must be a non-negative number, got {min_freq!r}")
-        # A missing name gets the next free column: the vocabulary grows in order of first
-        # appearance without a test in the inner loop.
-        vocabulary = defaultdict()
-        vocabulary.default_factory = vocabulary.__len__
-        cache = _ColumnCache(vocabulary, grow=True)
-        matrix, offsets = _encode(X, cache)
-        names = list(vocabulary)
+        matrix, offsets, names, cache = _encode_growing(X, {})
         new_columns = None
         if min_freq > 0:
             # Rows hold unique indices, so the count of a column is its number of tokens.
@@ -164,12 +158,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
                 matrix = matrix[:, np.flatnonzero(keep)]
                 names = [name for name, kept in zip(names, keep) if kept]
                 new_columns = np.where(keep, np.cumsum(keep) - 1, -1)
-        self.feature_names_ = names
-        self.vocabulary_ = {name: column for column, name in enumerate(names)}
-        # The lookups made during fit serve every later transform (see `_ColumnCache`).
-        cache.freeze(self.vocabulary_, new_columns)
-        self._column_cache = cache
-        return SequenceMatrix(matrix, offsets, feature_names=self.get_feature_names_out())
+        return self._set_vocabulary(matrix, offsets, names, cache, new_columns)
 
     def extend_transform(self, X):
         """Add the attributes of X not yet in the vocabulary, as new columns after the
@@ -189,14 +178,15 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         if self.min_freq:
             raise ValueError("min_freq needs the whole corpus; it cannot be used when the "
                              "vocabulary grows with streamed data")
-        vocabulary = defaultdict()
-        vocabulary.update(self.vocabulary_)
-        vocabulary.default_factory = vocabulary.__len__
-        cache = _ColumnCache(vocabulary, grow=True)
-        matrix, offsets = _encode(X, cache)
-        self.feature_names_ = list(vocabulary)
-        self.vocabulary_ = dict(vocabulary)
-        cache.freeze(self.vocabulary_)
+        return self._set_vocabulary(*_encode_growing(X, self.vocabulary_))
+
+    def _set_vocabulary(self, matrix, offsets, names, cache, new_columns=None):
+        """Keep the attribute ``names`` (in column order) as the vocabulary; ``matrix`` is X
+        over them."""
+        self.feature_names_ = names
+        self.vocabulary_ = {name: column for column, name in enumerate(names)}
+        # The lookups made while growing serve every later transform (see `_ColumnCache`).
+        cache.freeze(self.vocabulary_, new_columns)
         self._column_cache = cache
         return SequenceMatrix(matrix, offsets, feature_names=self.get_feature_names_out())
 
@@ -335,6 +325,20 @@ def _encode(X, cache):
     matrix = _assemble(indices, indptr, positions, weights, len(cache.vocabulary))
     return matrix, np.frombuffer(offsets, dtype=np.int64)
 
+
+
+def _encode_growing(X, vocabulary):
+    """Encode X, giving each attribute not in ``vocabulary`` (name -> column, columns
+    0 .. len - 1) the next free column; returns the matrix, offsets, all names in column
+    order and the lookup cache."""
+    # A missing name gets the next free column: the vocabulary grows in order of first
+    # appearance without a test in the inner loop.
+    grown = defaultdict()
+    grown.update(vocabulary)
+    grown.default_factory = grown.__len__
+    cache = _ColumnCache(grown, grow=True)
+    matrix, offsets = _encode(X, cache)
+    return matrix, offsets, list(grown), cache
 
 class _ColumnCache:
     """Columns of attributes, by token-dict key (bool and float values) and by key and str

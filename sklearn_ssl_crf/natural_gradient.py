@@ -17,7 +17,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._threads import single_threaded_blas
 from ._validation import (
     as_sequence_list,
-    check_labels,
     concatenate_inputs,
     encode_labels,
     is_matrix_input,
@@ -362,14 +361,7 @@ class NaturalGradientCRF(BaseCRF):
             sequences = self.vectorizer_.extend_transform(X)
         if classes is not None:
             self.classes_ = list(classes)
-        names = sequences.feature_names
-        self.attributes_ = list(range(sequences.n_features)) if names is None else list(names)
-        self.num_attributes_ = sequences.n_features
-        labelled = check_labels(y, sequences.lengths)
-        empty = labelled[sequences.lengths[labelled] == 0]
-        if empty.size:
-            raise ValueError(f"sequence {empty[0]} is empty: every training sequence needs "
-                             "at least one token")
+        labelled = self._labelled_sequences(sequences, y)
         _, codes = encode_labels((y[i] for i in labelled), self.classes_)
         return sequences, labelled, codes
 

@@ -328,14 +328,13 @@ class LogSpaceLattice:
             log_alpha[layout.block(t)] = (
                 logsumexp(previous[:, :, None] + transition, axis=1) + unary[layout.block(t)]
             )
-        last = layout.max_length - 1
-        log_beta[layout.block(last)] = 0.0
-        for t in range(last, 0, -1):
+        # Every chain starts the backward pass at its last position.
+        log_beta[layout.last_rows] = 0.0
+        for t in range(layout.max_length - 1, 0, -1):
             rows = layout.block(t)
             continuing = layout.block(t - 1, layout.batch_sizes[t])
             log_beta[continuing] = logsumexp(
                 transition + (unary[rows] + log_beta[rows])[:, None, :], axis=2)
-            log_beta[continuing.stop:layout.block(t - 1).stop] = 0.0
         # log Z of a chain: log-sum-exp of alpha at its last position (0 for an empty chain).
         self.log_z = layout.by_sequence(logsumexp(log_alpha[layout.last_rows], axis=1))
         self.layout, self.unary, self.transition = layout, unary, transition

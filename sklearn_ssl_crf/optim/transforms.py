@@ -19,8 +19,10 @@ name       h(g)                             h'(0)
 
 The sigmoid transforms are read from a table over [-1, 1] (the range of a per-sequence
 gradient of an indicator feature that fires at most once per sequence) with linear
-interpolation, as the paper suggests; values outside are computed exactly. NumPy's arctan,
-erf and tanh cost 15-35 ns per element, the table about 8.
+interpolation, as the paper suggests; values outside are computed exactly. On per-sequence
+gradients, mostly entries near 0 where libm is fast, the table costs about as much as
+NumPy's arctan (about 11 ns per entry) and half as much as the Gudermannian; on mini-batch
+mean gradients it is 15-25% faster than each exact function.
 """
 
 import numpy as np
