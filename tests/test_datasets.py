@@ -1,17 +1,22 @@
 """Tests of the corpus readers and of the synthetic sequence generator."""
 
+import doctest
+import gzip
 import io
 
 import numpy as np
 import pytest
 
+from sklearn_ssl_crf import datasets
 from sklearn_ssl_crf.datasets import (
     load_bc2gm,
     load_conll2000,
+    load_ocr,
     load_ud_english_ewt,
     make_sequences,
     read_columns,
     read_conllu,
+    read_ocr_letters,
 )
 
 CONLL_TEXT = """\
@@ -153,6 +158,110 @@ def test_read_conllu_unknown_column():
         read_conllu(io.StringIO(CONLLU_TEXT), column="deprel")
 
 
+# --- read_ocr_letters ---------------------------------------------------------------------
+
+
+def ocr_pixels(letter_id):
+    """A distinct 0/1 image for each letter id."""
+    return [int((letter_id + k) % 3 == 0) for k in range(128)]
+
+
+def ocr_line(letter_id, letter, next_id, word_id, position, fold):
+    fields = [letter_id, letter, next_id, word_id, position, fold, *ocr_pixels(letter_id)]
+    # The real file ends every line with a tab.
+    return "\t".join(map(str, fields)) + "\t\n"
+
+
+# Words "cat" (ids 10, 12, 11; fold 2), "ox" (20, 21; fold 0) and "i" (30; fold 1), their
+# lines shuffled: the first letters come in the order 20, 10, 30.
+OCR_LINES = [
+    ocr_line(12, "a", 11, 1, 2, 2),
+    ocr_line(20, "o", 21, 2, 1, 0),
+    ocr_line(10, "c", 12, 1, 1, 2),
+    ocr_line(11, "t", -1, 1, 3, 2),
+    ocr_line(30, "i", -1, 3, 1, 1),
+    ocr_line(21, "x", -1, 2, 2, 0),
+]
+OCR_TEXT = "".join(OCR_LINES[:3]) + "\n" + "".join(OCR_LINES[3:])  # a blank line too
+
+
+def check_ocr_example(result):
+    images, labels, folds = result
+    assert labels == [["o", "x"], ["c", "a", "t"], ["i"]]
+    assert folds.tolist() == [0, 2, 1] and folds.dtype == np.int64
+    for image, ids in zip(images, [[20, 21], [10, 12, 11], [30]]):
+        assert image.dtype == np.uint8
+        np.testing.assert_array_equal(image, [ocr_pixels(i) for i in ids])
+
+
+def test_read_ocr_letters_exact_output(tmp_path):
+    check_ocr_example(read_ocr_letters(write(tmp_path, OCR_TEXT, name="x.data")))
+    check_ocr_example(read_ocr_letters(write(tmp_path, OCR_TEXT, newline="\r\n")))
+    check_ocr_example(read_ocr_letters(io.StringIO(OCR_TEXT)))
+    compressed = tmp_path / "x.data.gz"
+    compressed.write_bytes(gzip.compress(OCR_TEXT.encode("ascii")))
+    check_ocr_example(read_ocr_letters(compressed))
+    check_ocr_example(read_ocr_letters(str(compressed)))
+
+
+def test_read_ocr_letters_empty_file():
+    images, labels, folds = read_ocr_letters(io.StringIO("\n"))
+    assert images == [] and labels == [] and folds.shape == (0,)
+
+
+def replace_line(index, *fields):
+    lines = list(OCR_LINES)
+    lines[index] = ocr_line(*fields) if len(fields) > 1 else fields[0]
+    return "".join(lines)
+
+
+OCR_MALFORMED = {
+    # line format
+    "pixel missing": (replace_line(3, OCR_LINES[3].replace("\t0\t", "\t", 1)),
+                      r"line 4: expected 134 tab-separated fields \(6 then 128 pixels\), "
+                      r"found 133"),
+    "no pixels": (replace_line(1, "20\to\t21\n"), r"line 2: expected 134 .* found 3"),
+    "capital": (replace_line(4, 30, "I", -1, 3, 1, 1),
+                r"line 5: the letter must be one of a-z, got 'I'"),
+    "two letters": (replace_line(4, 30, "ii", -1, 3, 1, 1), r"line 5: the letter must be one"),
+    "bad id": (replace_line(4, OCR_LINES[4].replace("30", "3x", 1)),
+               r"line 5: id, next_id, word_id, position and fold must be integers"),
+    "pixel 2": (replace_line(5, OCR_LINES[5].replace("\t1\t", "\t2\t", 2)),
+                r"line 6: pixels must be 0 or 1"),
+    # links
+    "repeated id": (replace_line(4, 12, "i", -1, 3, 1, 1), r"line 5: id 12 is used by an earlier"),
+    "dangling": (replace_line(3, 11, "t", 99, 1, 3, 2), r"line 4: next_id 99 is not the id of any"),
+    "shared next": (replace_line(4, 30, "i", 11, 3, 1, 1), r"line 5: next_id 11 is also the "),
+    "merge": (replace_line(3, 11, "t", 12, 1, 3, 2), r"line 4: next_id 12 is also the next_id"),
+    "cycle": ("".join(OCR_LINES) + ocr_line(40, "q", 41, 4, 1, 0) + ocr_line(41, "u", 40, 4, 2, 0),
+              r"line 7: this letter is on a cycle of next_id links"),
+    "position": (replace_line(3, 11, "t", -1, 1, 4, 2),
+                 r"line 4: position 4, but the next_id links make it letter 3 of its word"),
+    "first position": (replace_line(2, 10, "c", 12, 1, 2, 2),
+                       r"line 3: position 2, but .* letter 1 of its word"),
+    "word_id": (replace_line(0, 12, "a", 11, 9, 2, 2),
+                r"line 1: word_id 9 differs from the word_id of its word's first letter"),
+    "fold": (replace_line(3, 11, "t", -1, 1, 3, 4), r"line 4: fold 4 differs from the fold of"),
+}
+
+
+@pytest.mark.parametrize("case", OCR_MALFORMED)
+def test_read_ocr_letters_malformed(tmp_path, case):
+    text, message = OCR_MALFORMED[case]
+    with pytest.raises(ValueError, match=r"bad\.data, " + message):
+        read_ocr_letters(write(tmp_path, text, name="bad.data"))
+
+
+def test_load_ocr_by_fold(tmp_path):
+    (tmp_path / "letters-folds0-4.data.gz").write_bytes(gzip.compress(OCR_TEXT.encode()))
+    splits = load_ocr(tmp_path)
+    assert list(splits) == [0, 1, 2]
+    assert [splits[fold][1] for fold in splits] == [[["o", "x"]], [["i"]], [["c", "a", "t"]]]
+    np.testing.assert_array_equal(splits[1][0][0], [ocr_pixels(30)])
+    with pytest.raises(FileNotFoundError, match="letters-folds0-4.data.gz"):
+        load_ocr(tmp_path / "elsewhere")
+
+
 # --- the real corpora (README of ../shared/data gives the sizes) --------------------------
 
 
@@ -191,6 +300,22 @@ def test_ud_english_ewt(shared_data):
     assert sizes(splits["test"]) == (2077, 25094)
     assert splits["dev"][0][0] == ["From", "the", "AP", "comes", "this", "story", ":"]
     assert splits["dev"][1][0] == ["ADP", "DET", "PROPN", "VERB", "DET", "NOUN", "PUNCT"]
+
+
+@pytest.mark.realdata
+def test_ocr_letters(shared_data):
+    path = shared_data / "ocr" / "letters-folds0-4.data.gz"
+    images, labels, folds = read_ocr_letters(path)
+    assert len(images) == len(labels) == folds.size == 3405
+    assert [image.shape for image in images] == [(len(word), 128) for word in labels]
+    assert sum(len(word) for word in labels) == 25725
+    assert len({"".join(word) for word in labels}) == 55
+    assert "".join(labels[0]) == "ommanding"  # "commanding" without its first letter
+    assert set(np.unique(np.concatenate(images))) == {0, 1}
+    splits = load_ocr(path.parent)
+    assert list(splits) == [0, 1, 2, 3, 4]
+    assert sum(len(split[0]) for split in splits.values()) == 3405
+    assert [len(splits[k][0]) for k in splits] == np.bincount(folds).tolist()
 
 
 def test_loader_without_files(tmp_path):
@@ -341,3 +466,8 @@ def test_make_sequences_context_beats_per_token_oracle(random_state):
     # per-token classifier.
     assert 0.8 < viterbi_accuracy < 0.97
     assert viterbi_accuracy - per_token_accuracy > 0.05
+
+
+def test_docstring_examples():
+    result = doctest.testmod(datasets)
+    assert result.attempted >= 10 and result.failed == 0
