@@ -1,4 +1,4 @@
-"""Tests of `sklearn_ssl_crf.featurize`: SequenceVectorizer and WindowFeatures."""
+"""Tests of `sklearn_ssl_crf.featurize`: SequenceVectorizer, WindowFeatures and WindowRows."""
 
 import copy
 import doctest
@@ -17,8 +17,9 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.pipeline import make_pipeline
 
 from sklearn_ssl_crf import featurize
+from sklearn_ssl_crf.crf import CRF
 from sklearn_ssl_crf.datasets import load_conll2000
-from sklearn_ssl_crf.featurize import SequenceVectorizer, WindowFeatures
+from sklearn_ssl_crf.featurize import SequenceVectorizer, WindowFeatures, WindowRows
 from sklearn_ssl_crf.sequences import SequenceMatrix
 
 # One token of every value type python-crfsuite accepts, with the attributes it must give.
@@ -571,3 +572,119 @@ def test_window_features_is_stateless():
     assert wf.fit([["a"]]) is wf
     assert wf.__dict__ == before
     assert wf.transform([["Ab"]]) == WindowFeatures(window=2, suffixes=(1,)).transform([["Ab"]])
+
+
+# --- WindowRows ------------------------------------------------------------------------
+
+def window_rows_reference(sequences, window, bias, bos_eos):
+    """`WindowRows` written token by token."""
+    out = []
+    for x in sequences:
+        x = x.toarray() if sp.issparse(x) else np.asarray(x, dtype=float)
+        n, d = x.shape
+        rows = []
+        for t in range(n):
+            row = [1.0] if bias else []
+            for offset in range(-window, window + 1):
+                row += list(x[t + offset]) if 0 <= t + offset < n else [0.0] * d
+            if bos_eos:
+                row += [float(t == 0), float(t == n - 1)]
+            rows.append(row)
+        out.append(np.array(rows).reshape(n, (1 if bias else 0) + (2 * window + 1) * d
+                                          + 2 * bos_eos))
+    return out
+
+
+def test_window_rows_exact():
+    first = np.array([[1, 2], [3, 4], [5, 6]])
+    second = np.array([[7, 0]])
+    out = WindowRows().transform([first, np.zeros((0, 2)), second])
+    assert [type(m) for m in out] == [sp.csr_matrix] * 3
+    #      bias  row t-1   row t   row t+1  BOS EOS
+    np.testing.assert_array_equal(out[0].toarray(), [
+        [1,    0, 0,    1, 2,    3, 4,    1, 0],
+        [1,    1, 2,    3, 4,    5, 6,    0, 0],
+        [1,    3, 4,    5, 6,    0, 0,    0, 1],
+    ])
+    assert out[1].shape == (0, 9)
+    np.testing.assert_array_equal(out[2].toarray(), [[1, 0, 0, 7, 0, 0, 0, 1, 1]])
+    assert all(m.dtype == np.float64 and m.has_sorted_indices for m in out)
+
+
+def test_window_rows_wide_window_without_bias_and_markers():
+    x = sp.csr_matrix(np.array([[1.0], [2.0], [3.0]]))
+    out = WindowRows(window=2, bias=False, bos_eos=False).transform([x])
+    np.testing.assert_array_equal(out[0].toarray(), [
+        [0, 0, 1, 2, 3],
+        [0, 1, 2, 3, 0],
+        [1, 2, 3, 0, 0],
+    ])
+    only_own = WindowRows(window=0, bias=False, bos_eos=False).transform([x])[0]
+    np.testing.assert_array_equal(only_own.toarray(), x.toarray())
+
+
+@pytest.mark.parametrize("window, bias, bos_eos", [(0, True, True), (1, False, True),
+                                                   (3, True, False)])
+def test_window_rows_match_token_by_token_reference(window, bias, bos_eos):
+    rng = np.random.default_rng(window)
+    lengths = [0, 1, 2, 5, 9, 4]
+    X = [sp.random(n, 4, density=0.5, random_state=rng, format="csr") for n in lengths]
+    X[2] = X[2].toarray()  # dense and sparse sequences mix
+    transformer = WindowRows(window=window, bias=bias, bos_eos=bos_eos)
+    expected = window_rows_reference(X, window, bias, bos_eos)
+    for got, want in zip(transformer.transform(X), expected, strict=True):
+        np.testing.assert_array_equal(got.toarray(), want)
+    stacked = SequenceMatrix(sp.vstack([sp.csr_matrix(x) for x in X]),
+                             np.cumsum([0] + lengths))
+    for got, want in zip(transformer.transform(stacked), expected, strict=True):
+        np.testing.assert_array_equal(got.toarray(), want)
+
+
+def test_window_rows_mixed_widths():
+    with pytest.raises(ValueError, match="different numbers of columns"):
+        WindowRows().transform([np.ones((2, 3)), np.ones((1, 4))])
+
+
+@pytest.mark.parametrize("X, error, match", [
+    ([[{"a": 1.0}]], TypeError, "sequence 0 is a list; WindowRows takes one 2-d array"),
+    ([np.ones((2, 2)), ["a", "b"]], TypeError, "sequence 1 is a list.*use WindowFeatures"),
+    ([np.array([["a"]])], TypeError, "sequence 0 has dtype <U1; expected numbers"),
+    ([np.ones(3)], ValueError, "sequence 0 of X is not a 2-d"),
+    ([np.array([[1.0, np.nan]])], ValueError, "NaN or infinite"),
+    ("pixels", TypeError, "X must be a list of sequences"),
+    (sp.csr_matrix(np.ones((2, 2))), TypeError, "X must be a list of sequences"),
+])
+def test_window_rows_bad_input(X, error, match):
+    with pytest.raises(error, match=match):
+        WindowRows().transform(X)
+
+
+@pytest.mark.parametrize("params", [{"window": -1}, {"window": 1.5}, {"window": True},
+                                    {"bias": 1}, {"bos_eos": "yes"}])
+def test_window_rows_bad_params(params):
+    with pytest.raises(ValueError, match=next(iter(params))):
+        WindowRows(**params).fit([np.ones((1, 1))])
+
+
+def test_window_rows_is_stateless():
+    wr = WindowRows(window=2, bias=False)
+    assert clone(wr).get_params() == {"window": 2, "bias": False, "bos_eos": True}
+    assert wr.__sklearn_tags__().requires_fit is False
+    before = dict(wr.__dict__)
+    X = [np.arange(6.0).reshape(3, 2)]
+    assert wr.fit(X) is wr and wr.__dict__ == before
+    np.testing.assert_array_equal(wr.fit_transform(X)[0].toarray(),
+                                  WindowRows(window=2, bias=False).transform(X)[0].toarray())
+    loaded = pickle.loads(pickle.dumps(wr))
+    assert loaded.get_params() == wr.get_params()
+
+
+def test_window_rows_feed_a_crf():
+    # A letter is told by its own row; its neighbours' rows are there too.
+    rng = np.random.default_rng(0)
+    prototypes = np.eye(3)
+    y = [list(rng.integers(0, 3, size=n)) for n in (4, 3, 5, 2)]
+    X = [prototypes[labels] for labels in y]
+    crf = CRF(c2=0.01).fit(WindowRows().transform(X), y)
+    assert crf.num_attributes_ == 1 + 3 * 3 + 2
+    assert crf.predict(WindowRows().transform(X)) == y
