@@ -23,7 +23,7 @@ from .inference.entropy import position_entropies
 from .metrics import span_f1_score
 from .packing import PackedSequences
 
-__all__ = ["BaseCRF"]
+__all__ = ["BaseCRF", "BestIterate"]
 
 
 class BaseCRF(BaseEstimator):
@@ -96,6 +96,10 @@ class BaseCRF(BaseEstimator):
             )
         return self.vectorizer_.transform(X)
 
+    def _decode(self, packed, unary, transition):
+        """Label index of every token (original order): the kernel `predict` uses."""
+        return decode(packed, unary, transition)
+
     def _infer(self, kernel, sequences):
         """Run a prediction kernel (`decode` or `posterior_marginals`) on featurised input."""
         packed = PackedSequences(sequences.matrix, sequences.lengths)
@@ -114,7 +118,7 @@ class BaseCRF(BaseEstimator):
 
         def dev_scores(iteration, theta):
             state, transition = layout.unpack(theta)
-            labels = classes[decode(packed, packed.unary(state), transition)]
+            labels = classes[self._decode(packed, packed.unary(state), transition)]
             predicted = [part.tolist() for part in np.split(labels, dev.offsets[1:-1])]
             return {
                 "dev_accuracy": float(np.mean([p == g for p, g in zip(labels, gold_flat)])),
@@ -139,7 +143,7 @@ class BaseCRF(BaseEstimator):
         sequences = self._transform(X)
         if sequences.n_tokens == 0:
             return [[] for _ in range(len(sequences))]
-        codes = self._infer(decode, sequences)
+        codes = self._infer(self._decode, sequences)
         labels = np.asarray(self.classes_, dtype=object)[codes]
         return [part.tolist() for part in np.split(labels, sequences.offsets[1:-1])]
 
@@ -309,3 +313,49 @@ class BaseCRF(BaseEstimator):
             (self.classes_[r], self.classes_[c]): float(self.transition_weights_[r, c])
             for r, c in zip(rows.tolist(), cols.tolist())
         }
+
+
+class BestIterate:
+    """Tracks the iterate with the best dev score, starting from a given one (iteration 0).
+
+    Parameters
+    ----------
+    start : ndarray
+        Iteration 0's parameters.
+    dev : callable or None
+        ``dev(iteration, theta) -> dict of scores`` (`BaseCRF._dev_scorer`); None: nothing
+        is tracked and ``best_x`` stays ``start``.
+    key : str, default='dev_span_f1'
+        The score to maximise.
+    """
+
+    def __init__(self, start, dev, key="dev_span_f1"):
+        self.dev, self.key = dev, key
+        self.best_x, self.best_iteration = start, 0
+        self.start_scores = {} if dev is None else dev(0, start)
+        self.best_score = self.start_scores.get(key, -np.inf)
+
+    def offer(self, iteration, theta):
+        """Dev scores of an iterate, kept (as ``best_x``) if it beats every earlier one.
+
+        Returns
+        -------
+        scores : dict
+        improved : bool
+        """
+        if self.dev is None:
+            return {}, False
+        scores = self.dev(iteration, theta)
+        improved = scores[self.key] > self.best_score
+        if improved:
+            self.best_x, self.best_iteration = theta.copy(), iteration
+            self.best_score = scores[self.key]
+        return scores, improved
+
+    def callback(self, parts):
+        """An L-BFGS callback logging ``parts`` (a dict the objective fills) and the dev
+        scores of every iterate."""
+        def on_iteration(iteration, theta):
+            return dict(parts, **self.offer(iteration, theta)[0])
+
+        return on_iteration

@@ -26,11 +26,12 @@ from .base import BaseCRF
 from .crf import _check_dev_pair, _label_cooccurrence
 from .featurize import SequenceVectorizer
 from .inference import Workspace, chain_statistics
-from .objectives import label_count_gradient, log_likelihood, proportion_kl, unlabelled_terms
+from .objectives import label_count_gradient, log_likelihood, unlabelled_terms
 from .optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from .optim.transforms import TRANSFORMS
 from .packing import PackedSequences
 from .parameters import WeightLayout
+from .penalties import LabelProportionPenalty
 from .semi_supervised import target_proportions
 
 __all__ = ["NaturalGradientCRF"]
@@ -580,12 +581,12 @@ class _Samples:
             keep = max(0.0, 1.0 - n_tokens / self.n_unlabelled_tokens)
             self._label_mass = keep * self._label_mass + label_sums
             self._token_mass = keep * self._token_mass + n_tokens
-            predicted = self._label_mass / self._token_mass
-            kl = proportion_kl(self.target, predicted)
+            running_sums = self._label_mass * (n_tokens / self._token_mass)
+            penalty, label_weights = LabelProportionPenalty(
+                self.target, n_tokens).value_and_gradient(running_sums[None, :])
             d_unary, d_edges = label_count_gradient(packed, unary, transition,
-                                                    -self.target / predicted,
-                                                    self._workspace)
-            loss += weight * n_tokens * kl
+                                                    label_weights[0], self._workspace)
+            loss += weight * penalty
             d_state += weight * packed.weight_gradient(d_unary)
             d_transition += weight * d_edges
         return loss

@@ -9,7 +9,7 @@ from .inference import chain_lattice
 from .inference.covariance import covariance_entropy_gradient
 from .inference.entropy import additive_expectation_batch
 
-__all__ = ["log_likelihood", "unlabelled_terms", "label_count_gradient", "proportion_kl"]
+__all__ = ["log_likelihood", "log_partition", "unlabelled_terms", "label_count_gradient"]
 
 
 def log_likelihood(packed, unary, transition, workspace=None):
@@ -43,6 +43,26 @@ def log_likelihood(packed, unary, transition, workspace=None):
     d_unary.reshape(-1)[gold] += 1.0
     gold_score = unary.reshape(-1)[gold].sum() + (packed.transition_counts * transition).sum()
     return gold_score - lattice.log_z.sum(), d_unary, d_transition
+
+
+def log_partition(packed, unary, transition, workspace=None):
+    """Summed log partition function of some sequences and its gradient.
+
+    The gradient of ``log Z`` w.r.t. the potentials is the marginals; with the potentials of
+    an auxiliary distribution q they are q's, whose expected features give the unlabelled
+    term of the posterior-regularisation M-step, ``E_q[log p] = <E_q[F], theta> - log Z``.
+
+    Returns
+    -------
+    log_z : float
+        ``sum_i log Z(x_i)``.
+    node_marginals : ndarray of shape (n_tokens, S)
+        A work array of ``workspace``, overwritten by its next use.
+    edge_marginal_sum : ndarray of shape (S, S)
+    """
+    lattice = chain_lattice(unary, transition, packed.layout, workspace)
+    edge_marginal_sum = lattice.edge_marginal_sum()
+    return float(lattice.log_z.sum()), lattice.node_marginals(overwrite=True), edge_marginal_sum
 
 
 def unlabelled_terms(packed, unary, transition, workspace=None, entropy_gradient=None):
@@ -94,12 +114,6 @@ def label_count_gradient(packed, unary, transition, label_weights, workspace=Non
     terms = np.broadcast_to(label_weights, unary.shape)
     _, d_unary, d_transition = additive_expectation_batch(lattice, terms)
     return d_unary, d_transition
-
-
-def proportion_kl(target, predicted):
-    """``KL(target || predicted)`` of two label distributions (0 log 0 = 0)."""
-    present = target > 0
-    return float(target[present] @ np.log(target[present] / predicted[present]))
 
 
 def _covariance_gradient(unary, transition, layout):

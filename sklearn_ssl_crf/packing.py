@@ -18,6 +18,7 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
 from .inference import ChainLayout, Workspace
+from .penalties import group_indicator
 
 __all__ = ["PackedSequences", "ChunkedSequences", "CHUNK_TOKENS"]
 
@@ -38,6 +39,11 @@ class PackedSequences:
         Label index of every token, in the same order as ``matrix``.
     n_labels : int, default=None
         Needed with ``labels``, to count observed transitions.
+    groups : ndarray of int of shape (n_tokens,), default=None
+        Group of every token (a graph vertex; -1 for none), in the same order as
+        ``matrix``, for penalties on grouped marginals (`penalties`).
+    n_groups : int, default=None
+        Needed with ``groups``.
 
     Attributes
     ----------
@@ -50,9 +56,12 @@ class PackedSequences:
         How often label ``i`` is followed by label ``j`` in the labelled sequences.
     label_index : ndarray of int64 or None
         Index of every token's label in a raveled (n_tokens, n_labels) array.
+    group_matrix : scipy.sparse.csr_matrix of shape (n_groups, n_tokens) or None
+        Indicator of each packed token's group (`penalties.group_indicator`).
     """
 
-    def __init__(self, matrix, lengths, labels=None, n_labels=None):
+    def __init__(self, matrix, lengths, labels=None, n_labels=None, groups=None,
+                 n_groups=None):
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.layout = ChainLayout(self.lengths)
         self.matrix = matrix[self.layout.order]
@@ -62,6 +71,10 @@ class PackedSequences:
             self.labels = labels[self.layout.order]
             self.transition_counts = _transition_counts(labels, self.lengths, n_labels)
             self.label_index = np.arange(self.labels.size) * n_labels + self.labels
+        self.group_matrix = None
+        if groups is not None:
+            groups = np.asarray(groups, dtype=np.int64)[self.layout.order]
+            self.group_matrix = group_indicator(groups, n_groups)
 
     @property
     def n_tokens(self):
@@ -94,6 +107,9 @@ class ChunkedSequences:
     labels : ndarray of int of shape (n_tokens,), default=None
         Label index of every token of ``sequences``.
     n_labels : int, default=None
+    groups : ndarray of int of shape (n_tokens,), default=None
+        Group of every token of ``sequences`` (-1 for none).
+    n_groups : int, default=None
     n_jobs : int, default=None
         Processes used by `sum`; None or 1 runs the chunks one after another in this
         process. With several, the chunks are written once to memory-mapped files in a
@@ -107,7 +123,8 @@ class ChunkedSequences:
     chunks : list of PackedSequences
     """
 
-    def __init__(self, sequences, labels=None, n_labels=None, n_jobs=None, chunk_tokens=None):
+    def __init__(self, sequences, labels=None, n_labels=None, groups=None, n_groups=None,
+                 n_jobs=None, chunk_tokens=None):
         self.chunks = []
         offsets = sequences.offsets
         for first, stop in _chunk_bounds(offsets, chunk_tokens or CHUNK_TOKENS):
@@ -115,6 +132,7 @@ class ChunkedSequences:
             self.chunks.append(PackedSequences(
                 sequences.matrix[rows], sequences.lengths[first:stop],
                 None if labels is None else labels[rows], n_labels,
+                None if groups is None else groups[rows], n_groups,
             ))
         self.n_jobs = n_jobs
         self._workspace = Workspace()

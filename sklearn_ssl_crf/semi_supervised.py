@@ -19,13 +19,15 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._validation import concatenate_inputs
+from .base import BestIterate
 from .crf import (
     CRF,
     _check_dev_pair,
     _penalised_negative_log_likelihood,
 )
-from .objectives import label_count_gradient, proportion_kl, unlabelled_terms
+from .objectives import label_count_gradient, unlabelled_terms
 from .packing import ChunkedSequences
+from .penalties import LabelProportionPenalty
 
 __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]
 
@@ -163,7 +165,7 @@ all_possible_states, all_possible_transitions, verbose
         if unlabelled.size and (self.gamma > 0 or self.proportion_weight > 0):
             objective, parts = self._semi_supervised_objective(labelled_data, unlabelled_data,
                                                                layout)
-            tracker = _BestIterate(supervised.x, dev)
+            tracker = BestIterate(supervised.x, dev)
             # Iteration 0 of the second phase: the objective's parts at the supervised optimum.
             objective(supervised.x)
             log.append(dict(tracker.start_scores, num=0, phase="semi-supervised", **parts))
@@ -182,8 +184,8 @@ all_possible_states, all_possible_transitions, verbose
         parts of the last evaluation."""
         supervised = _penalised_negative_log_likelihood(labelled_data, layout, self.c2)
         gamma, weight = self.gamma, self.proportion_weight
-        target = self.target_proportions_
         n_unlabelled = sum(chunk.n_tokens for chunk in unlabelled_data.chunks)
+        proportions = LabelProportionPenalty(self.target_proportions_, n_unlabelled)
         method = self.entropy_gradient if gamma > 0 else None
         parts = {}
 
@@ -196,17 +198,15 @@ all_possible_states, all_possible_transitions, verbose
             if gamma > 0:
                 value -= gamma * negative_entropy
                 gradient -= gamma * layout.pack(d_state, d_transition)
-            predicted = label_sums / n_unlabelled
-            kl = proportion_kl(target, predicted)
+            # N_u KL(pi || pi_hat) and its gradient w.r.t. each token's label marginals.
+            penalty, label_weights = proportions.value_and_gradient(label_sums[None, :])
             if weight > 0:
-                # dKL / d(expected count of label s) = -pi_s / (N_u pi_hat_s)
-                label_weights = -target / (n_unlabelled * predicted)
                 d_state, d_transition = unlabelled_data.sum(
-                    _chunk_label_count_gradient, state, transition, label_weights)
-                value += weight * n_unlabelled * kl
-                gradient += weight * n_unlabelled * layout.pack(d_state, d_transition)
+                    _chunk_label_count_gradient, state, transition, label_weights[0])
+                value += weight * penalty
+                gradient += weight * layout.pack(d_state, d_transition)
             parts.update(objective=float(-value), unlabelled_entropy=float(-negative_entropy),
-                         proportion_kl=kl)
+                         proportion_kl=penalty / n_unlabelled)
             return value, gradient
 
         return objective, parts
@@ -249,28 +249,6 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
         )
-
-
-class _BestIterate:
-    """Tracks the iterate with the best dev span F1, starting from the supervised optimum."""
-
-    def __init__(self, start, dev):
-        self.dev = dev
-        self.best_x, self.best_iteration = start, 0
-        self.start_scores = {} if dev is None else dev(0, start)
-        self.best_score = self.start_scores.get("dev_span_f1", -np.inf)
-
-    def callback(self, parts):
-        def on_iteration(iteration, theta):
-            entry = dict(parts)
-            if self.dev is not None:
-                entry.update(self.dev(iteration, theta))
-                if entry["dev_span_f1"] > self.best_score:
-                    self.best_x, self.best_iteration = theta.copy(), iteration
-                    self.best_score = entry["dev_span_f1"]
-            return entry
-
-        return on_iteration
 
 
 def target_proportions(label_proportions, classes, codes):

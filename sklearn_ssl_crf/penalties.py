@@ -1,0 +1,168 @@
+"""Convex differentiable penalties on the node marginals of unlabelled tokens.
+
+A penalty here is a function of the token node marginals ``mu`` (tokens x labels) through
+their sums over groups of tokens, ``M[g] = sum of mu[t] over the tokens t of group g``
+(tokens of group -1 do not count). Its gradient with respect to a token's marginals is then
+the gradient with respect to its group's sum, one (groups x labels) table. That is all
+training needs: group sums add up over chunks of sequences (so they are computed chunk by
+chunk, in any number of processes), and the posterior-regularisation E-step moves each
+token's factors by its group's row (He et al. 2013, eq. 20).
+
+Two penalties are defined: `GraphLaplacianPenalty` (groups are graph vertices) and
+`LabelProportionPenalty` (one group: every token).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["MarginalPenalty", "GraphLaplacianPenalty", "LabelProportionPenalty"]
+
+
+class MarginalPenalty:
+    """Base class: a convex differentiable function of grouped token node marginals.
+
+    Subclasses set ``token_groups`` (the group of every token, -1 for none) and
+    ``n_groups``, and define `value_and_gradient` on group sums.
+    """
+
+    token_groups = None
+    n_groups = 0
+
+    def value_and_gradient(self, group_sums):
+        """The penalty and its gradient from the groups' marginal sums.
+
+        Parameters
+        ----------
+        group_sums : ndarray of shape (n_groups, n_labels)
+
+        Returns
+        -------
+        value : float
+        gradient : ndarray of shape (n_groups, n_labels)
+            The gradient with respect to ``group_sums``, which is also the gradient with
+            respect to the node marginals of every token of the group.
+        """
+        raise NotImplementedError
+
+    def group_matrix(self):
+        """Sparse (n_groups x n_tokens) indicator of each token's group."""
+        return group_indicator(self.token_groups, self.n_groups)
+
+    def __call__(self, node_marginals):
+        """The penalty and its gradient with respect to the tokens' node marginals.
+
+        Parameters
+        ----------
+        node_marginals : ndarray of shape (n_tokens, n_labels)
+
+        Returns
+        -------
+        value : float
+        gradient : ndarray of shape (n_tokens, n_labels)
+            Zero for tokens without a group.
+        """
+        node_marginals = np.asarray(node_marginals, dtype=np.float64)
+        if node_marginals.ndim != 2 or node_marginals.shape[0] != self.token_groups.size:
+            raise ValueError(f"node_marginals must have shape ({self.token_groups.size}, "
+                             f"n_labels), got {node_marginals.shape}")
+        indicator = self.group_matrix()
+        value, gradient = self.value_and_gradient(np.asarray(indicator @ node_marginals))
+        return value, np.asarray(indicator.T @ gradient)
+
+
+class GraphLaplacianPenalty(MarginalPenalty):
+    """The graph Laplacian penalty of He, Gillenwater & Taskar (2013) on vertex averages.
+
+    ``h = 1/2 sum_k sum_ab w_ab (m_ak - m_bk)^2 = sum_k m_k' L m_k``, where ``m_a`` is the
+    average node marginal over the tokens of vertex ``a``: labelled tokens count with their
+    gold labels (one-hot, fixed), which seeds the graph; unlabelled tokens with their
+    marginals. The gradient with respect to an unlabelled token's marginals is
+    ``2 (L m)_a / count_a`` for its vertex ``a`` (the paper's eq. 15 leaves out the
+    ``1 / count_a`` of the average). Vertices without any token have no average: their edges
+    are left out.
+
+    Parameters
+    ----------
+    weights : scipy.sparse matrix of shape (n_vertices, n_vertices)
+        Symmetric non-negative edge weights (a `SimilarityGraph`'s ``weights``).
+    token_vertices : ndarray of int of shape (n_tokens,)
+        Vertex of every unlabelled token (-1: none); these are the penalty's groups.
+    seed_sums : ndarray of shape (n_vertices, n_labels)
+        Per vertex, the count of each gold label among its labelled tokens.
+
+    Examples
+    --------
+    Two tokens on vertices joined by an edge of weight 2: ``h = 2 * ||mu_0 - mu_1||^2``.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> penalty = GraphLaplacianPenalty(sp.csr_matrix([[0.0, 2.0], [2.0, 0.0]]),
+    ...                                 token_vertices=np.array([0, 1]),
+    ...                                 seed_sums=np.zeros((2, 2)))
+    >>> value, gradient = penalty(np.array([[1.0, 0.0], [0.5, 0.5]]))
+    >>> float(value), gradient.tolist()
+    (1.0, [[2.0, -2.0], [-2.0, 2.0]])
+    """
+
+    def __init__(self, weights, token_vertices, seed_sums):
+        self.token_groups = np.asarray(token_vertices, dtype=np.int64)
+        self.seed_sums = np.asarray(seed_sums, dtype=np.float64)
+        self.n_groups = self.seed_sums.shape[0]
+        counts = self.seed_sums.sum(axis=1) + np.bincount(
+            self.token_groups[self.token_groups >= 0], minlength=self.n_groups)
+        present = counts > 0
+        self.inverse_counts = np.divide(1.0, counts, out=np.zeros(self.n_groups),
+                                        where=present)
+        keep = sp.diags(present.astype(np.float64))
+        self.weights = sp.csr_matrix(keep @ weights @ keep)
+        self.degrees = np.asarray(self.weights.sum(axis=1)).ravel()
+
+    def value_and_gradient(self, group_sums):
+        averages = (self.seed_sums + group_sums) * self.inverse_counts[:, None]
+        laplacian_averages = self.degrees[:, None] * averages - self.weights @ averages
+        value = float(np.vdot(averages, laplacian_averages))
+        return value, 2.0 * laplacian_averages * self.inverse_counts[:, None]
+
+
+class LabelProportionPenalty(MarginalPenalty):
+    """``n_tokens * KL(target || mean node marginal)``: keeps the predicted label
+    distribution of the tokens near a target (Mann & McCallum 2007's expectation
+    regularisation, weighted per token).
+
+    Parameters
+    ----------
+    target : ndarray of shape (n_labels,)
+        Target label distribution (non-negative, sums to 1).
+    n_tokens : int
+        Number of tokens; all of them form the one group.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> penalty = LabelProportionPenalty(np.array([0.5, 0.5]), n_tokens=2)
+    >>> value, gradient = penalty(np.array([[0.5, 0.5], [0.5, 0.5]]))
+    >>> float(value), gradient.tolist()
+    (0.0, [[-1.0, -1.0], [-1.0, -1.0]])
+    """
+
+    def __init__(self, target, n_tokens):
+        self.target = np.asarray(target, dtype=np.float64)
+        self.n_tokens = int(n_tokens)
+        self.token_groups = np.zeros(self.n_tokens, dtype=np.int64)
+        self.n_groups = 1
+
+    def value_and_gradient(self, group_sums):
+        predicted = group_sums[0] / self.n_tokens
+        present = self.target > 0
+        target = self.target[present]
+        kl = float(target @ np.log(target / predicted[present]))
+        # d/dM_s of -n_tokens * sum_s target_s log(M_s / n_tokens)
+        return self.n_tokens * kl, (-self.target / predicted)[None, :]
+
+
+def group_indicator(token_groups, n_groups):
+    """Sparse (n_groups x n_tokens) matrix with a 1 at (group of t, t); tokens of group -1
+    have none. ``indicator @ values`` sums token rows by group, ``indicator.T @ table``
+    gives each token its group's row (zeros for -1)."""
+    tokens = np.flatnonzero(token_groups >= 0)
+    return sp.csr_matrix((np.ones(tokens.size), (token_groups[tokens], tokens)),
+                         shape=(n_groups, token_groups.size))

@@ -1,0 +1,108 @@
+"""Penalties on grouped node marginals: values against their definitions, gradients against
+finite differences."""
+
+import doctest
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_ssl_crf import penalties
+from sklearn_ssl_crf.penalties import GraphLaplacianPenalty, LabelProportionPenalty
+
+
+def _random_graph(n_vertices, density, rng):
+    upper = sp.random(n_vertices, n_vertices, density=density, random_state=rng).toarray()
+    weights = np.triu(upper, 1)
+    return weights + weights.T
+
+
+@pytest.fixture
+def laplacian_case():
+    rng = np.random.default_rng(0)
+    n_vertices, n_labels, n_tokens = 7, 3, 15
+    weights = _random_graph(n_vertices, 0.6, rng)
+    # Vertex 6 has no token (its edges must not count); tokens of group -1 have no vertex.
+    token_vertices = rng.integers(-1, 6, size=n_tokens)
+    token_vertices[:6] = np.arange(6)
+    seed_sums = np.zeros((n_vertices, n_labels))
+    seed_sums[[0, 2, 2, 4], [1, 0, 2, 1]] += 1.0  # labelled tokens on vertices 0, 2, 2, 4
+    seed_sums[5, 0] = 3.0  # a vertex seen only in labelled text
+    marginals = rng.dirichlet(np.ones(n_labels), size=n_tokens)
+    return weights, token_vertices, seed_sums, marginals
+
+
+def test_laplacian_value_is_the_definition(laplacian_case):
+    weights, token_vertices, seed_sums, marginals = laplacian_case
+    penalty = GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices, seed_sums)
+    n_vertices = weights.shape[0]
+    averages = np.full((n_vertices, marginals.shape[1]), np.nan)
+    for vertex in range(n_vertices):
+        rows = marginals[token_vertices == vertex]
+        count = rows.shape[0] + seed_sums[vertex].sum()
+        if count:
+            averages[vertex] = (rows.sum(axis=0) + seed_sums[vertex]) / count
+    expected = 0.0
+    for a in range(n_vertices):
+        for b in range(n_vertices):
+            if weights[a, b] and not np.isnan(averages[[a, b]]).any():
+                expected += 0.5 * weights[a, b] * ((averages[a] - averages[b]) ** 2).sum()
+    value, _ = penalty(marginals)
+    assert np.isnan(averages[6]).all() and weights[6].any()
+    assert value == pytest.approx(expected, rel=1e-12)
+
+
+def test_laplacian_gradient_matches_finite_differences(laplacian_case):
+    weights, token_vertices, seed_sums, marginals = laplacian_case
+    penalty = GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices, seed_sums)
+    _, gradient = penalty(marginals)
+    step = 1e-6
+    numeric = np.zeros_like(marginals)
+    for index in np.ndindex(marginals.shape):
+        up, down = marginals.copy(), marginals.copy()
+        up[index] += step
+        down[index] -= step
+        numeric[index] = (penalty(up)[0] - penalty(down)[0]) / (2 * step)
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-6, atol=1e-9)
+    # Tokens without a vertex do not enter the penalty; the others do, through 1/count.
+    assert not gradient[token_vertices < 0].any()
+    assert np.abs(gradient[token_vertices >= 0]).max() > 1e-3
+
+
+def test_laplacian_is_zero_when_neighbours_agree():
+    weights = sp.csr_matrix(_random_graph(4, 1.0, np.random.default_rng(1)))
+    tokens = np.array([0, 1, 2, 3, 3])
+    same = np.tile([0.2, 0.5, 0.3], (5, 1))
+    value, gradient = GraphLaplacianPenalty(weights, tokens, np.zeros((4, 3)))(same)
+    assert value == pytest.approx(0.0, abs=1e-15)
+    np.testing.assert_allclose(gradient, 0.0, atol=1e-15)
+
+
+def test_label_proportion_penalty_is_n_times_kl_and_its_gradient():
+    rng = np.random.default_rng(2)
+    target = np.array([0.5, 0.3, 0.2, 0.0])
+    marginals = rng.dirichlet(np.ones(4), size=9)
+    penalty = LabelProportionPenalty(target, 9)
+    value, gradient = penalty(marginals)
+    mean = marginals.mean(axis=0)
+    present = target > 0
+    assert value == pytest.approx(9 * np.sum(target[present] * np.log(target[present]
+                                                                      / mean[present])))
+    step = 1e-6
+    for index in [(0, 0), (3, 1), (8, 3)]:
+        up, down = marginals.copy(), marginals.copy()
+        up[index] += step
+        down[index] -= step
+        numeric = (penalty(up)[0] - penalty(down)[0]) / (2 * step)
+        assert gradient[index] == pytest.approx(numeric, rel=1e-6, abs=1e-9)
+
+
+def test_penalty_rejects_marginals_of_the_wrong_shape():
+    penalty = LabelProportionPenalty(np.array([0.5, 0.5]), 3)
+    with pytest.raises(ValueError, match=r"shape \(3, n_labels\)"):
+        penalty(np.ones((4, 2)) / 2)
+
+
+def test_docstring_examples_run():
+    failures, tried = doctest.testmod(penalties)
+    assert tried and not failures
