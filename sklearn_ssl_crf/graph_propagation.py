@@ -1,0 +1,266 @@
+"""`GraphPropagation`: the graph-propagation baseline of He, Gillenwater & Taskar (2013).
+
+Labels spread over a similarity graph from the vertices of labelled tokens, with no model of
+the sequence (§4.4, eq. 22). It is the transductive baseline of graph-based posterior
+regularisation (`GraphPRCRF`); a CRF trained on its output is the GP -> CRF baseline.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._validation import (
+    as_sequence_list,
+    check_labels,
+    concatenate_inputs,
+    encode_labels,
+    is_matrix_input,
+    matrices_to_sequence_matrix,
+)
+from .featurize import SequenceVectorizer
+from .graph import SimilarityGraph, resolve_graph
+
+__all__ = ["GraphPropagation"]
+
+
+class GraphPropagation(BaseEstimator):
+    """Graph propagation of token labels (He et al. 2013, eq. 22; Zhu et al. 2003).
+
+    Every vertex of a similarity graph holds a distribution over the labels. A vertex with
+    labelled tokens is clamped to the empirical distribution of their labels; every other
+    vertex starts uniform and, in Jacobi steps, becomes the weighted average of its
+    neighbours' distributions::
+
+        q_v <- sum_u w_uv q_u / d_v,    d_v = sum_u w_uv
+
+    (the gradient step of eq. 22 on ``sum_uv w_uv ||q_u - q_v||^2`` with step size
+    ``1 / d_v``, renormalised onto the simplex), until no entry moves by more than ``tol``.
+    The fixed point is the harmonic solution of Zhu et al. (2003): on a component of the
+    graph with a clamped vertex, every free vertex is the average of its neighbours.
+
+    Labels of the training tokens (``transduction_``):
+
+    - a labelled token keeps its gold label;
+    - a token of a vertex that a clamped vertex reaches gets the vertex's most probable
+      label (ties: the first in ``classes_``); all tokens of a vertex get the same label;
+    - a token of a vertex that no clamped vertex reaches (a component without labelled
+      tokens, an isolated vertex) gets the most frequent label of the labelled tokens that
+      have a vertex: propagation told it nothing, and its uniform distribution would only
+      pick the first class;
+    - a token without a vertex (punctuation in a trigram graph) gets the most frequent label
+      of the labelled tokens without a vertex, or of all labelled tokens if they all have
+      one.
+
+    Parameters
+    ----------
+    graph : {'trigram', 'knn'} or SimilarityGraph, default='trigram'
+        The graph over the training tokens. 'trigram' (one vertex per trigram type of the
+        words, §4.2) and 'knn' (one vertex per token, by the cosine of feature rows, §4.3)
+        are built by `sklearn_ssl_crf.graph.resolve_graph`; a given graph must have been
+        built for the sequences passed to ``fit``, in that order (X, then X_unlabeled).
+    n_neighbors : int, default=None
+        k of the mutual k-NN graph built; None: 60 for 'trigram', 20 for 'knn'.
+    word_key : str, default='word.lower'
+        The key of a token's word in the feature dicts, for 'trigram'.
+    max_iterations : int, default=1000
+        Maximum number of Jacobi steps.
+    tol : float, default=1e-6
+        Stop when no entry of a distribution changed by more than ``tol`` in a step.
+    verbose : bool, default=False
+        Print the largest change after every step.
+
+    Attributes
+    ----------
+    classes_ : list
+        Labels, in order of first appearance in the labelled sequences.
+    graph_ : SimilarityGraph
+        The graph used (built in ``fit`` unless given).
+    label_distributions_ : ndarray of shape (n_vertices, n_classes)
+        The distribution of every vertex over ``classes_`` (uniform where no clamped
+        vertex reaches).
+    transduction_ : list of lists
+        One label sequence per training sequence, in the order given (X, then
+        X_unlabeled): the gold labels of the labelled sequences, the propagated labels of
+        the unlabelled ones.
+    n_iter_ : int
+        Jacobi steps run.
+    termination_condition_ : {'converged', 'max_iterations'}
+        Why propagation stopped ('converged' also when no vertex was free to move).
+
+    See Also
+    --------
+    GraphPRCRF : the graph as a posterior regulariser of a CRF.
+    sklearn.semi_supervised.LabelPropagation : the same idea for i.i.d. samples.
+
+    Examples
+    --------
+    One vertex per word type: "the" is like "a", "dog" like "cat".
+
+    >>> import numpy as np
+    >>> from sklearn_ssl_crf.graph import SimilarityGraph
+    >>> from sklearn_ssl_crf.graph_propagation import GraphPropagation
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
+    >>> y = [["DET", "NOUN"], None]                   # the second sentence is unlabelled
+    >>> weights = np.zeros((4, 4))                    # vertices: the, dog, a, cat
+    >>> weights[0, 2] = weights[2, 0] = weights[1, 3] = weights[3, 1] = 1.0
+    >>> graph = SimilarityGraph(weights, token_vertices=[0, 1, 2, 3])
+    >>> GraphPropagation(graph=graph).fit(X, y).transduction_
+    [['DET', 'NOUN'], ['DET', 'NOUN']]
+
+    The GP -> CRF baseline of the paper: a CRF trained on the labelled sequences and the
+    propagated labels of the unlabelled ones.
+
+    >>> from sklearn_ssl_crf import CRF
+    >>> from sklearn_ssl_crf.datasets import make_sequences
+    >>> X, y = make_sequences(100, features="dict", random_state=0)
+    >>> y_partial = y[:20] + [None] * 80              # 20 labelled, 80 unlabelled sentences
+    >>> gp = GraphPropagation(word_key="word", n_neighbors=10).fit(X, y_partial)
+    >>> crf = CRF(c2=0.1).fit(X, gp.transduction_)
+    >>> gp.transduction_[:20] == y[:20], len(crf.predict(X)) == 100
+    (True, True)
+    """
+
+    _parameter_constraints = {
+        "graph": [StrOptions({"trigram", "knn"}), SimilarityGraph],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left"), None],
+        "word_key": [str],
+        "max_iterations": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        graph="trigram",
+        n_neighbors=None,
+        word_key="word.lower",
+        max_iterations=1000,
+        tol=1e-6,
+        verbose=False,
+    ):
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.word_key = word_key
+        self.max_iterations = max_iterations
+        self.tol = tol
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, X_unlabeled=None):
+        """Propagate the labels of the labelled tokens over the graph.
+
+        Parameters
+        ----------
+        X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
+        y : list of label sequences, None for an unlabelled sequence
+        X_unlabeled : same kind as X, default=None
+            More unlabelled sequences, appended after X.
+
+        Returns
+        -------
+        self : GraphPropagation
+        """
+        X, y = concatenate_inputs(X, y, X_unlabeled)
+        X = as_sequence_list(X)
+        sequences, labelled_tokens, codes = self._fit_inputs(X, y)
+        self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key)
+        counts = _vertex_label_counts(self.graph_.token_vertices[labelled_tokens], codes,
+                                      self.graph_.n_vertices, len(self.classes_))
+        self.label_distributions_, self.n_iter_, self.termination_condition_ = _propagate(
+            self.graph_.weights, counts, self.max_iterations, self.tol, self.verbose)
+        token_codes = self._token_codes(labelled_tokens, codes, counts.any(axis=1))
+        labels = np.asarray(self.classes_, dtype=object)[token_codes]
+        self.transduction_ = [part.tolist() for part in np.split(labels, sequences.offsets[1:-1])]
+        return self
+
+    def _fit_inputs(self, X, y):
+        """Featurise X, check y, learn ``classes_``.
+
+        Returns the `SequenceMatrix` of X, the indices of the labelled tokens (all
+        sequences end to end) and their label codes.
+        """
+        if len(X) == 0:
+            raise ValueError("X is empty: fit needs at least one labelled sequence")
+        if is_matrix_input(X):
+            sequences = matrices_to_sequence_matrix(X)
+        else:
+            sequences = SequenceVectorizer().fit_transform(X)
+        labelled = check_labels(y, sequences.lengths)
+        if labelled.size == 0:
+            raise ValueError("y has no labelled sequence (every entry is None)")
+        self.classes_, codes = encode_labels(y[i] for i in labelled)
+        if codes.size == 0:
+            raise ValueError("the labelled sequences of y have no tokens")
+        is_labelled = np.zeros(len(sequences), dtype=bool)
+        is_labelled[labelled] = True
+        labelled_tokens = np.flatnonzero(np.repeat(is_labelled, sequences.lengths))
+        return sequences, labelled_tokens, codes
+
+    def _token_codes(self, labelled_tokens, codes, clamped):
+        """The label code of every token (rules in the class docstring)."""
+        vertices = self.graph_.token_vertices
+        n_labels = len(self.classes_)
+        has_vertex = vertices[labelled_tokens] >= 0
+        vertex_codes = self.label_distributions_.argmax(axis=1)
+        vertex_codes[~_reached(self.graph_.weights, clamped)] = _most_frequent(
+            codes[has_vertex], codes, n_labels)
+        token_codes = np.where(vertices >= 0, vertex_codes[vertices],
+                               _most_frequent(codes[~has_vertex], codes, n_labels))
+        token_codes[labelled_tokens] = codes
+        return token_codes
+
+
+def _vertex_label_counts(vertices, codes, n_vertices, n_labels):
+    """(vertices x labels) counts of the labels ``codes`` of tokens on ``vertices`` (-1:
+    none, not counted)."""
+    has_vertex = vertices >= 0
+    counts = np.bincount(vertices[has_vertex] * n_labels + codes[has_vertex],
+                         minlength=n_vertices * n_labels)
+    return counts.reshape(n_vertices, n_labels).astype(np.float64)
+
+
+def _propagate(weights, counts, max_iterations, tol, verbose):
+    """Jacobi steps of label propagation.
+
+    ``counts`` (vertices x labels) are the labelled tokens' label counts per vertex: a
+    vertex with any is clamped to their distribution. Returns the distributions, the number
+    of steps and why they stopped.
+    """
+    n_vertices, n_labels = counts.shape
+    clamped = counts.any(axis=1)
+    distributions = np.full((n_vertices, n_labels), 1.0 / n_labels)
+    distributions[clamped] = counts[clamped] / counts[clamped].sum(axis=1, keepdims=True)
+    degrees = np.asarray(weights.sum(axis=1)).ravel()
+    free = np.flatnonzero(~clamped & (degrees > 0))
+    if free.size == 0:
+        return distributions, 0, "converged"
+    # Row v: the weights of v's neighbours divided by v's degree, so one product averages.
+    averaging = sp.diags(1.0 / degrees[free]) @ weights[free]
+    for iteration in range(1, max_iterations + 1):
+        updated = averaging @ distributions
+        updated /= updated.sum(axis=1, keepdims=True)
+        change = np.abs(updated - distributions[free]).max()
+        distributions[free] = updated
+        if verbose:
+            print(f"GraphPropagation: step {iteration}, largest change {change:.3g}",
+                  flush=True)
+        if change <= tol:
+            return distributions, iteration, "converged"
+    return distributions, max_iterations, "max_iterations"
+
+
+def _reached(weights, clamped):
+    """Which vertices share a connected component with a clamped vertex."""
+    _, components = connected_components(weights, directed=False)
+    return np.isin(components, components[clamped])
+
+
+def _most_frequent(codes, fallback_codes, n_labels):
+    """The most frequent of ``codes`` (ties: the lowest), of ``fallback_codes`` if empty."""
+    if codes.size == 0:
+        codes = fallback_codes
+    return int(np.bincount(codes, minlength=n_labels).argmax())
