@@ -1,0 +1,525 @@
+"""Tests of the graph builders of `sklearn_ssl_crf.graph`: trigram_graph, knn_graph,
+resolve_graph, and the mutual k-NN search they share.
+
+Oracles are brute force: dense similarity matrices and per-vertex sorting for the mutual
+k-NN criterion, and a per-token Python re-implementation of the paper's trigram features and
+PMI values.
+"""
+
+import copy
+import doctest
+import gzip
+import math
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_ssl_crf import graph as graph_module
+from sklearn_ssl_crf.datasets import load_ud_english_ewt
+from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, resolve_graph, trigram_graph
+from sklearn_ssl_crf.sequences import SequenceMatrix
+
+# --- oracles ----------------------------------------------------------------------------
+
+
+def brute_force_mutual_knn(similarities, k, candidates=None):
+    """Dense mutual k-NN weights: each vertex ranks all others by (-similarity, index)."""
+    n = similarities.shape[0]
+    allowed = ~np.eye(n, dtype=bool) & (similarities > 0)
+    if candidates is not None:
+        allowed &= candidates
+    chosen = np.zeros((n, n), dtype=bool)
+    for u in range(n):
+        ranked = sorted((v for v in range(n) if allowed[u, v]),
+                        key=lambda v: (-similarities[u, v], v))
+        chosen[u, ranked[:k]] = True
+    return np.where(chosen & chosen.T, similarities, 0.0)
+
+
+def cosines(rows):
+    norms = np.linalg.norm(rows, axis=1)
+    unit = rows / np.where(norms == 0, 1.0, norms)[:, None]
+    return unit @ unit.T
+
+
+def assert_valid(graph, k):
+    weights = graph.weights.toarray()
+    assert np.array_equal(weights, weights.T)
+    assert not weights.diagonal().any()
+    assert (weights >= 0).all()
+    assert ((weights > 0).sum(axis=1) <= k).all()
+
+
+def assert_same_graph(graph, expected_weights, rtol=1e-10):
+    weights = graph.weights.toarray()
+    assert np.array_equal(weights > 0, expected_weights > 0)
+    np.testing.assert_allclose(weights, expected_weights, rtol=rtol, atol=1e-12)
+
+
+# The paper's features of an occurrence with window (w0, w1, w2, w3, w4), §4.2.
+TRIGRAM_FEATURES = {"w12": (1, 2), "w13": (1, 3), "w23": (2, 3), "w2": (2,)}
+CONTEXT_FEATURES = {"w0134": (0, 1, 3, 4), "w012": (0, 1, 2), "w023": (0, 2, 3),
+                    "w024": (0, 2, 4), "w124": (1, 2, 4), "w234": (2, 3, 4), "w01": (0, 1),
+                    "w02": (0, 2), "w24": (2, 4), "w34": (3, 4)}
+
+
+def reference_pmi_vectors(sentences, suffixes=None):
+    """{trigram: {feature: PMI}} by counting occurrence by occurrence (words already
+    normalised)."""
+    occurrences = []
+    for sentence in sentences:
+        padded = ["<s>", "<s>", *sentence, "</s>", "</s>"]
+        for t in range(len(sentence)):
+            window = padded[t:t + 5]
+            if not any(character.isalnum() for character in window[2]):
+                continue
+            features = [(name, tuple(window[p] for p in positions)) for name, positions in
+                        {**TRIGRAM_FEATURES, **CONTEXT_FEATURES}.items()]
+            for name, position in (("suffix(w3)w2", 3), ("suffix(w1)w2", 1)):
+                matching = [s for s in suffixes or () if window[position].endswith(s)
+                            and window[position] not in ("<s>", "</s>")]
+                if matching:
+                    features.append((name, (max(matching, key=len), window[2])))
+            occurrences.append((tuple(window[1:4]), features))
+    n = len(occurrences)
+    type_counts = Counter(trigram for trigram, _ in occurrences)
+    feature_counts = Counter(f for _, features in occurrences for f in features)
+    pair_counts = Counter((trigram, f) for trigram, features in occurrences for f in features)
+    vectors = defaultdict(dict)
+    for (trigram, f), count in pair_counts.items():
+        vectors[trigram][f] = math.log(count * n / (feature_counts[f] * type_counts[trigram]))
+    return vectors
+
+
+def reference_cosines(vectors, names):
+    def cosine(a, b):
+        dot = sum(value * b.get(f, 0.0) for f, value in a.items())
+        norm = math.sqrt(sum(v * v for v in a.values()) * sum(v * v for v in b.values()))
+        return dot / norm if norm else 0.0
+    return np.array([[cosine(vectors[a], vectors[b]) for b in names] for a in names])
+
+
+def random_sentences(rng, n_sentences, vocabulary):
+    return [list(rng.choice(vocabulary, size=rng.integers(1, 9))) for _ in range(n_sentences)]
+
+
+# --- mutual k-NN search -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_knn_graph_matches_brute_force_dense(k):
+    rng = np.random.default_rng(k)
+    rows = rng.normal(size=(60, 5))  # mixed signs: some similarities are negative
+    graph = knn_graph([rows[:25], rows[25:]], n_neighbors=k)
+    assert_valid(graph, k)
+    assert_same_graph(graph, brute_force_mutual_knn(cosines(rows), k))
+    assert graph.weights.nnz > 0
+    np.testing.assert_array_equal(graph.token_vertices, np.arange(60))
+
+
+def test_knn_graph_sparse_search_matches_brute_force(monkeypatch):
+    rng = np.random.default_rng(0)
+    rows = sp.random(300, 400, density=0.008, random_state=1, format="csr")
+    rows.data = rng.normal(size=rows.nnz)
+    calls = []
+    original = graph_module._sparse_candidates
+    monkeypatch.setattr(graph_module, "_sparse_candidates",
+                        lambda *args: calls.append(1) or original(*args))
+    graph = knn_graph([rows], n_neighbors=3)
+    assert calls, "the similarities of sparse rows should be searched sparsely"
+    assert_valid(graph, 3)
+    assert graph.weights.nnz > 50
+    assert_same_graph(graph, brute_force_mutual_knn(cosines(rows.toarray()), 3))
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_block_size_does_not_change_the_graph(dense):
+    rng = np.random.default_rng(2)
+    if dense:
+        rows = rng.normal(size=(80, 6))
+    else:
+        rows = sp.random(200, 500, density=0.01, random_state=3, format="csr")
+    tiny = knn_graph([rows], n_neighbors=4, max_block_entries=1)  # one row per block
+    medium = knn_graph([rows], n_neighbors=4, max_block_entries=1000)
+    large = knn_graph([rows], n_neighbors=4, max_block_entries=10**9)
+    for other in (medium, large):
+        assert np.array_equal(tiny.weights.indices, other.weights.indices)
+        assert np.array_equal(tiny.weights.indptr, other.weights.indptr)
+        np.testing.assert_allclose(tiny.weights.data, other.weights.data, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_ties_go_to_the_lower_vertex(dense):
+    # Vertices 3..7 are the same vector; 0..2 and 8.. are orthogonal to it and to each other.
+    n_other = 3 if dense else 100
+    rows = np.zeros((5 + n_other, 5 + n_other))
+    rows[:, :] = np.eye(5 + n_other)
+    rows[3:8] = 0.0
+    rows[3:8, 3] = 1.0
+    matrix = rows if dense else sp.csr_matrix(rows)
+    graph = knn_graph([matrix], n_neighbors=2)
+    # Each of 3..7 keeps the two lowest other members: 3->{4,5}, 4->{3,5}, 5->{3,4}, ...
+    edges = set(zip(*graph.weights.nonzero()))
+    assert edges == {(3, 4), (4, 3), (3, 5), (5, 3), (4, 5), (5, 4)}
+
+
+def test_graph_is_deterministic():
+    rng = np.random.default_rng(4)
+    rows = [rng.normal(size=(n, 4)) for n in (10, 20, 15)]
+    first = knn_graph(rows, n_neighbors=5, self_weight=0.7, min_similarity=0.1)
+    second = knn_graph(rows, n_neighbors=5, self_weight=0.7, min_similarity=0.1)
+    assert (first.weights != second.weights).nnz == 0
+    sentences = random_sentences(rng, 50, ["a", "b", "c", "d", "e", "."])
+    assert (trigram_graph(sentences).weights != trigram_graph(sentences).weights).nnz == 0
+
+
+# --- knn_graph: min_similarity and self_weight ------------------------------------------
+
+
+def mixed_similarities(sequences, alpha):
+    """alpha s(u, v) + (1 - alpha)(s(u_l, v_l) + s(u_r, v_r)), pair by pair."""
+    rows = np.vstack(sequences)
+    s = cosines(rows)
+    tokens = [(i, t) for i, seq in enumerate(sequences) for t in range(len(seq))]
+    index = {token: u for u, token in enumerate(tokens)}
+    n = len(tokens)
+    mixed = np.zeros((n, n))
+    for u, (i, t) in enumerate(tokens):
+        for v, (j, r) in enumerate(tokens):
+            total = alpha * s[u, v]
+            for shift in (-1, 1):
+                a, b = index.get((i, t + shift)), index.get((j, r + shift))
+                if a is not None and b is not None:
+                    total += (1 - alpha) * s[a, b]
+            mixed[u, v] = total
+    return s, mixed
+
+
+@pytest.mark.parametrize("min_similarity", [None, -0.3, 0.0, 0.4])
+def test_min_similarity_filters_candidates(min_similarity):
+    rng = np.random.default_rng(5)
+    rows = rng.normal(size=(50, 4))
+    graph = knn_graph([rows], n_neighbors=6, min_similarity=min_similarity)
+    s = cosines(rows)
+    candidates = None if min_similarity is None else s > min_similarity
+    assert_same_graph(graph, brute_force_mutual_knn(s, 6, candidates))
+    if min_similarity is not None and min_similarity > 0:
+        assert graph.weights.data.min() > min_similarity
+
+
+@pytest.mark.parametrize("alpha, min_similarity", [(0.8, None), (0.5, 0.2), (0.8, -0.5),
+                                                   (1.0, 0.3)])
+def test_self_weight_mixes_neighbour_similarities(alpha, min_similarity):
+    rng = np.random.default_rng(6)
+    sequences = [rng.normal(size=(n, 3)) for n in (1, 4, 6, 3, 8, 5)]
+    sequences[2][1] = 0.0  # a token without features has no edges
+    s, mixed = mixed_similarities(sequences, alpha)
+    candidates = np.ones_like(s, dtype=bool)
+    if min_similarity is not None:
+        candidates &= s > min_similarity
+    candidates[:, 6] = candidates[6, :] = False  # the zero row: token 1 of sequence 2
+    graph = knn_graph(sequences, n_neighbors=4, self_weight=alpha,
+                      min_similarity=min_similarity)
+    assert_valid(graph, 4)
+    assert_same_graph(graph, brute_force_mutual_knn(mixed, 4, candidates))
+    assert graph.neighbors(6) == ([], [])
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("n_unrelated", [0, 100])  # dense, then sparse similarity search
+def test_token_without_features_has_no_edges(n_unrelated, k):
+    # Token 1 has no features; token 4 has its neighbours, so their mixed similarity would be
+    # 2 (1 - alpha) = 0.8, above 4's similarity 0.6 to token 7, which shares its own row:
+    # token 1 must not take 4's place for 7.
+    x, y, z, q, r, *others = np.eye(5 + n_unrelated)
+    sequences = [np.array([x, 0 * x, y]), np.array([x, z, y]), np.array([q, z, r])]
+    sequences += [row[None, :] for row in others]
+    graph = knn_graph(sequences, n_neighbors=k, self_weight=0.6)
+    _, mixed = mixed_similarities(sequences, 0.6)
+    candidates = np.ones_like(mixed, dtype=bool)
+    candidates[:, 1] = candidates[1, :] = False
+    assert_same_graph(graph, brute_force_mutual_knn(mixed, k, candidates))
+    assert graph.neighbors(1) == ([], [])
+    assert graph.neighbors(4)[0] == [7]
+
+
+def test_self_weight_changes_the_graph():
+    rng = np.random.default_rng(7)
+    sequences = [rng.normal(size=(n, 3)) for n in (5, 7, 6)]
+    plain = knn_graph(sequences, n_neighbors=3)
+    mixed = knn_graph(sequences, n_neighbors=3, self_weight=0.5)
+    assert (plain.weights != mixed.weights).nnz > 0
+    assert (plain.weights != knn_graph(sequences, n_neighbors=3, self_weight=1).weights).nnz == 0
+
+
+def test_knn_graph_accepts_sequence_matrix_and_sparse_rows():
+    rng = np.random.default_rng(8)
+    sequences = [rng.random(size=(n, 4)) for n in (3, 5, 2)]
+    matrix = SequenceMatrix(sp.csr_matrix(np.vstack(sequences)), [0, 3, 8, 10])
+    expected = knn_graph(sequences, n_neighbors=3, self_weight=0.6)
+    for X in (matrix, [sp.csr_matrix(seq) for seq in sequences]):
+        got = knn_graph(X, n_neighbors=3, self_weight=0.6)
+        assert_same_graph(got, expected.weights.toarray(), rtol=1e-12)
+
+
+# --- trigram_graph ----------------------------------------------------------------------
+
+SENTENCES = [["The", "cat", "sat", "."],
+             ["the", "cat", "sat", "on", "1,000", "mats", "!"],
+             ["A", "cat", "sat"]]
+
+
+def test_trigram_vertices_on_a_hand_made_example():
+    graph = trigram_graph(SENTENCES, n_neighbors=5)
+    np.testing.assert_array_equal(graph.token_vertices,
+                                  [0, 1, 2, -1, 0, 1, 3, 4, 5, 6, -1, 7, 8, 9])
+    assert graph.vertex_names == [
+        ("<s>", "the", "cat"), ("the", "cat", "sat"), ("cat", "sat", "."),
+        ("cat", "sat", "on"), ("sat", "on", "<num>"), ("on", "<num>", "mats"),
+        ("<num>", "mats", "!"), ("<s>", "a", "cat"), ("a", "cat", "sat"),
+        ("cat", "sat", "</s>"),
+    ]
+    assert_valid(graph, 5)
+
+
+def test_token_kinds_give_the_same_graph():
+    as_tuples = [[(word, "POS") for word in sentence] for sentence in SENTENCES]
+    as_dicts = [[{"word.lower": word.lower(), "bias": 1.0} for word in sentence]
+                for sentence in SENTENCES]
+    expected = trigram_graph(SENTENCES, n_neighbors=3)
+    for X in (as_tuples, as_dicts, [tuple(sentence) for sentence in SENTENCES]):
+        graph = trigram_graph(X, n_neighbors=3)
+        assert graph.vertex_names == expected.vertex_names
+        np.testing.assert_array_equal(graph.token_vertices, expected.token_vertices)
+        assert (graph.weights != expected.weights).nnz == 0
+    renamed = [[{"w": token["word.lower"]} for token in sentence] for sentence in as_dicts]
+    assert trigram_graph(renamed, word_key="w").vertex_names == expected.vertex_names
+
+
+@pytest.mark.parametrize("word, form", [
+    ("1,000.5", "<num>"), ("3/4", "<num>"), ("-2", "<num>"), ("+44", "<num>"),
+    ("10:30", "<num>"), ("1-800", "<num>"), ("2024", "<num>"),
+    ("1990s", "1990s"), ("3rd", "3rd"), ("F16", "f16"), ("-", None), ("...", None),
+    ("'s", "'s"), ("_", None),
+])
+def test_number_normalisation_and_punctuation(word, form):
+    graph = trigram_graph([["x", word, "y"]])
+    vertex = graph.token_vertices[1]
+    if form is None:
+        assert vertex == -1
+    else:
+        assert graph.vertex_names[vertex] == ("x", form, "y")
+
+
+def test_pmi_of_a_hand_computed_case():
+    # Occurrences: (<s>,a,b), (a,b,</s>), (<s>,a,c), (a,c,</s>): N = 4, each type once.
+    reference = reference_pmi_vectors([["a", "b"], ["a", "c"]])
+    vector = reference[("<s>", "a", "b")]
+    assert vector[("w2", ("a",))] == pytest.approx(math.log(4 * 1 / (2 * 1)))
+    assert vector[("w13", ("<s>", "b"))] == pytest.approx(math.log(4))
+    # The module's row of that type is the same vector scaled to unit length.
+    window, vertex_of, _, words, names = graph_module._trigram_occurrences(
+        [["a", "b"], ["a", "c"]], "word.lower")
+    features = graph_module._pmi_features(window, vertex_of, len(names), words, None)
+    row = features[names.index(("<s>", "a", "b"))].data
+    expected = np.array(list(vector.values()))
+    np.testing.assert_allclose(np.sort(row), np.sort(expected / np.linalg.norm(expected)))
+
+
+@pytest.mark.parametrize("suffixes", [None, ["s", "ed", "ing", "ng"]])
+def test_trigram_similarities_match_a_per_token_reference(suffixes):
+    rng = np.random.default_rng(9)
+    vocabulary = ["the", "cats", "dogs", "sat", "walked", "talked", "running", "sing", ",",
+                  "a", "on", "<num>"]
+    sentences = random_sentences(rng, 40, vocabulary)
+    graph = trigram_graph(sentences, n_neighbors=1000, suffixes=suffixes)
+    expected = reference_cosines(reference_pmi_vectors(sentences, suffixes),
+                                 graph.vertex_names)
+    np.fill_diagonal(expected, 0.0)
+    # With k beyond the number of vertices every positive similarity is an edge.
+    assert_same_graph(graph, np.where(expected > 1e-12, expected, 0.0), rtol=1e-9)
+    assert graph.weights.nnz > 100
+
+
+def test_suffix_features_change_similarities_only_when_given():
+    rng = np.random.default_rng(10)
+    sentences = random_sentences(rng, 40, ["a", "cats", "dogs", "walked", "talked", "sat"])
+    plain = trigram_graph(sentences, n_neighbors=1000)
+    assert (plain.weights != trigram_graph(sentences, n_neighbors=1000,
+                                           suffixes=[]).weights).nnz == 0
+    unused = trigram_graph(sentences, n_neighbors=1000, suffixes=["xyz"])
+    assert (plain.weights != unused.weights).nnz == 0
+    with_suffixes = trigram_graph(sentences, n_neighbors=1000, suffixes=("s", "ed"))
+    assert with_suffixes.vertex_names == plain.vertex_names
+    assert abs(with_suffixes.weights - plain.weights).max() > 1e-3
+
+
+def test_trigram_graph_keeps_k_mutual_neighbours():
+    rng = np.random.default_rng(11)
+    sentences = random_sentences(rng, 80, ["a", "b", "c", "d", "e", "f", "g", "."])
+    full = trigram_graph(sentences, n_neighbors=10**6).weights.toarray()
+    graph = trigram_graph(sentences, n_neighbors=4, max_block_entries=50)
+    assert_valid(graph, 4)
+    assert_same_graph(graph, brute_force_mutual_knn(full, 4))
+
+
+def test_edge_cases_of_trigram_graph():
+    graph = trigram_graph([[".", ","], []])
+    assert graph.n_vertices == 0 and graph.token_vertices.tolist() == [-1, -1]
+    graph = trigram_graph([[], ["A", "b"], []])
+    assert graph.vertex_names == [("<s>", "a", "b"), ("a", "b", "</s>")]
+
+
+def test_inputs_are_not_modified():
+    X = [[{"word.lower": "the", "x": 1.0}, {"word.lower": "cat"}], [("Dog", "NN")]]
+    before = copy.deepcopy(X)
+    trigram_graph(X[:1], n_neighbors=2)
+    trigram_graph(X[1:], n_neighbors=2)
+    assert X == before
+    rows = [np.arange(6.0).reshape(3, 2), sp.csr_matrix(np.ones((2, 2)))]
+    matrix = SequenceMatrix(sp.csr_matrix(np.vstack([rows[0], rows[1].toarray()])), [0, 3, 5])
+    copies = [rows[0].copy(), rows[1].copy(), matrix.matrix.copy()]
+    knn_graph(rows, n_neighbors=2, self_weight=0.5, min_similarity=0.1)
+    knn_graph(matrix, n_neighbors=2, self_weight=0.5)
+    np.testing.assert_array_equal(rows[0], copies[0])
+    assert (rows[1] != copies[1]).nnz == 0 and (matrix.matrix != copies[2]).nnz == 0
+
+
+# --- resolve_graph ----------------------------------------------------------------------
+
+
+def featurised(X):
+    n_tokens = sum(map(len, X))
+    lengths = np.cumsum([0, *map(len, X)])
+    rng = np.random.default_rng(12)
+    return SequenceMatrix(sp.csr_matrix(rng.random((n_tokens, 5))), lengths)
+
+
+def test_resolve_graph_branches():
+    X = [[{"word.lower": w.lower()} for w in sentence] for sentence in SENTENCES]
+    sequences = featurised(X)
+    trigram = resolve_graph("trigram", X, sequences)
+    assert (trigram.weights != trigram_graph(X, 60).weights).nnz == 0
+    assert trigram.vertex_names == trigram_graph(X).vertex_names
+    small = resolve_graph("trigram", X, sequences, n_neighbors=1)
+    assert (small.weights != trigram_graph(X, 1).weights).nnz == 0
+    knn = resolve_graph("knn", X, sequences)
+    assert (knn.weights != knn_graph(sequences, 20).weights).nnz == 0
+    assert (resolve_graph("knn", X, sequences, n_neighbors=2).weights
+            != knn_graph(sequences, 2).weights).nnz == 0
+    given = SimilarityGraph(sp.csr_matrix((3, 3)), np.zeros(sequences.n_tokens, dtype=int))
+    assert resolve_graph(given, X, sequences) is given
+
+
+def test_resolve_graph_errors():
+    X = [list(sentence) for sentence in SENTENCES]
+    sequences = featurised(X)
+    wrong_size = SimilarityGraph(sp.csr_matrix((2, 2)), [0, 1])
+    with pytest.raises(ValueError, match="maps 2 tokens"):
+        resolve_graph(wrong_size, X, sequences)
+    matrices = [sequences[i] for i in range(len(sequences))]
+    for matrix_input in (sequences, matrices):
+        with pytest.raises(TypeError, match="graph='trigram' needs words"):
+            resolve_graph("trigram", matrix_input, sequences)
+    with pytest.raises(ValueError, match="'trigram', 'knn' or a SimilarityGraph"):
+        resolve_graph("bigram", X, sequences)
+    with pytest.raises(TypeError, match="'trigram', 'knn' or a SimilarityGraph"):
+        resolve_graph(np.eye(3), X, sequences)
+    with pytest.raises(ValueError, match="maps 14 tokens"):
+        resolve_graph("trigram", X, featurised(X[:2]))
+
+
+# --- bad input --------------------------------------------------------------------------
+
+WORDS = [["a", "b"]]
+ROWS = [np.ones((2, 2))]
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: trigram_graph(WORDS, n_neighbors=0), ValueError, "n_neighbors must be a positive"),
+    (lambda: trigram_graph(WORDS, n_neighbors=2.0), TypeError, "n_neighbors must be a positive"),
+    (lambda: trigram_graph(WORDS, n_neighbors=True), TypeError, "n_neighbors"),
+    (lambda: trigram_graph(WORDS, max_block_entries=0), ValueError, "max_block_entries"),
+    (lambda: trigram_graph(WORDS, word_key=1), TypeError, "word_key must be a str"),
+    (lambda: trigram_graph(WORDS, suffixes="ing"), TypeError, "not one str"),
+    (lambda: trigram_graph(WORDS, suffixes=["ing", ""]), ValueError, "non-empty str"),
+    (lambda: trigram_graph([]), ValueError, "X is empty"),
+    (lambda: trigram_graph([[], []]), ValueError, "X has no tokens"),
+    (lambda: trigram_graph("a b"), TypeError, "list of sequences"),
+    (lambda: trigram_graph(["ab"]), TypeError, "sequence 0 of X must be a list of tokens"),
+    (lambda: trigram_graph(ROWS), TypeError, "needs words"),
+    (lambda: trigram_graph([[1, 2]]), TypeError, "token 0 of sequence 0 is of type int"),
+    (lambda: trigram_graph([["a"], [{"word.lower": "b"}]]), TypeError, "mixes kinds"),
+    (lambda: trigram_graph([[{"word.lower": "a"}], [{"word.lower": "b"}, {"w": "c"}]]),
+     ValueError, "token 1 of sequence 1 has no 'word.lower' key"),
+    (lambda: trigram_graph([[{"word.lower": 3}]]), ValueError,
+     "token 0 of sequence 0: its 'word.lower' is of type int"),
+    (lambda: trigram_graph([[("a",), ()]]), ValueError, "token 1 of sequence 0 has no items"),
+    (lambda: trigram_graph([[("a",)], [(None,)]]), ValueError,
+     "token 0 of sequence 1: its first item"),
+    (lambda: knn_graph(ROWS, n_neighbors=-1), ValueError, "n_neighbors"),
+    (lambda: knn_graph(ROWS, self_weight=0), ValueError, r"self_weight must be in \(0, 1\]"),
+    (lambda: knn_graph(ROWS, self_weight=1.5), ValueError, "self_weight"),
+    (lambda: knn_graph(ROWS, self_weight=float("nan")), ValueError, "self_weight"),
+    (lambda: knn_graph(ROWS, self_weight="0.5"), TypeError, "self_weight must be a number"),
+    (lambda: knn_graph(ROWS, min_similarity=1), ValueError, r"min_similarity must be in"),
+    (lambda: knn_graph(ROWS, min_similarity=-1.5), ValueError, "min_similarity"),
+    (lambda: knn_graph([]), ValueError, "X is empty"),
+    (lambda: knn_graph([np.ones((0, 3))]), ValueError, "X has no tokens"),
+    (lambda: knn_graph(WORDS), TypeError, "knn_graph needs feature matrices.*list"),
+    (lambda: knn_graph(np.ones((3, 2))), ValueError, "not a 2-d"),
+    (lambda: knn_graph([1.0, 2.0]), TypeError, "sequence 0 of X is of type float"),
+    (lambda: knn_graph([np.full((2, 2), np.nan)]), ValueError, "NaN"),
+    (lambda: knn_graph({"a": 1}), TypeError, "SequenceMatrix or a list"),
+])
+def test_bad_input_raises_clear_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_docstring_examples():
+    result = doctest.testmod(graph_module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 20 and result.failed == 0
+
+
+# --- real data --------------------------------------------------------------------------
+
+
+def test_ud_english_neighbours_share_part_of_speech(shared_data):
+    sentences, tags = load_ud_english_ewt(shared_data / "ud_english_ewt")["dev"]
+    graph = trigram_graph(sentences, n_neighbors=10)
+    # The majority tag of each centre word, then of each vertex through its centre word.
+    counts = defaultdict(Counter)
+    for sentence, sentence_tags in zip(sentences, tags):
+        for word, tag in zip(sentence, sentence_tags):
+            counts[word.lower()][tag] += 1
+    majority = {word: tag_counts.most_common(1)[0][0] for word, tag_counts in counts.items()}
+    vertex_tag = [majority.get(centre, "NUM") for _, centre, _ in graph.vertex_names]
+    sources, targets = graph.weights.nonzero()
+    agreement = np.mean([vertex_tag[u] == vertex_tag[v] for u, v in zip(sources, targets)])
+    shares = np.array(list(Counter(vertex_tag).values())) / len(vertex_tag)
+    chance = float((shares ** 2).sum())
+    assert graph.n_vertices > 15000 and graph.weights.nnz > 10000
+    assert agreement > chance + 0.3, (agreement, chance)
+
+
+def test_ocr_letter_neighbours_share_their_letter(shared_data):
+    letters, pixels, words = [], [], []
+    with gzip.open(shared_data / "ocr" / "letters-folds0-4.data.gz", "rt") as lines:
+        for line, _ in zip(lines, range(3000)):
+            fields = line.split("\t")
+            letters.append(fields[1])
+            words.append(int(fields[3]))
+            pixels.append(np.array(fields[6:134], dtype=float))
+    # Consecutive lines of one word are its letters in order.
+    starts = np.flatnonzero(np.diff(words, prepend=-1))
+    sequences = np.split(np.array(pixels), starts[1:])
+    graph = knn_graph(sequences, n_neighbors=20, min_similarity=0.3, self_weight=0.8)
+    sources, targets = graph.weights.nonzero()
+    letters = np.array(letters)
+    agreement = np.mean(letters[sources] == letters[targets])
+    shares = np.array(list(Counter(letters).values())) / len(letters)
+    assert graph.weights.nnz > 3000
+    assert agreement > (shares ** 2).sum() + 0.3, agreement
