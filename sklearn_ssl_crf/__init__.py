@@ -1,8 +1,11 @@
 """Semi-supervised linear-chain conditional random fields with a scikit-learn API."""
 
-from . import datasets, inference, metrics
+from . import datasets, graph, inference, metrics, penalties
 from .crf import CRF
-from .featurize import SequenceVectorizer, WindowFeatures
+from .featurize import SequenceVectorizer, WindowFeatures, WindowRows
+from .graph import SimilarityGraph
+from .graph_pr import GraphPRCRF
+from .graph_propagation import GraphPropagation
 from .natural_gradient import NaturalGradientCRF
 from .self_training import SelfTrainingCRF
 from .semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
@@ -13,13 +16,19 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "CRF",
     "EntropyRegularizedCRF",
+    "GraphPRCRF",
+    "GraphPropagation",
     "NaturalGradientCRF",
     "SemiSupervisedCRF",
     "SelfTrainingCRF",
     "SequenceVectorizer",
     "WindowFeatures",
+    "WindowRows",
     "SequenceMatrix",
+    "SimilarityGraph",
     "inference",
     "metrics",
     "datasets",
+    "graph",
+    "penalties",
 ]

@@ -23,7 +23,37 @@ from .inference.entropy import position_entropies
 from .metrics import span_f1_score
 from .packing import PackedSequences
 
-__all__ = ["BaseCRF", "BestIterate"]
+__all__ = ["BaseCRF", "BestIterate", "featurise_training_input", "unlabelled_sequences"]
+
+
+def featurise_training_input(X, min_freq=0):
+    """The featurizer fitted on training input X and X featurised with it.
+
+    Returns
+    -------
+    vectorizer : SequenceVectorizer or None
+        None for feature-matrix input.
+    sequences : SequenceMatrix
+    """
+    X = as_sequence_list(X)
+    if len(X) == 0:
+        raise ValueError("X is empty: fit needs at least one labelled sequence")
+    if is_matrix_input(X):
+        if min_freq:
+            raise ValueError(
+                "min_freq applies to feature-dict input; with feature matrices, filter "
+                "the columns in the featurizer (e.g. SequenceVectorizer(min_freq=...))"
+            )
+        return None, matrices_to_sequence_matrix(X)
+    vectorizer = SequenceVectorizer(min_freq=min_freq)
+    return vectorizer, vectorizer.fit_transform(X)
+
+
+def unlabelled_sequences(sequences, labelled):
+    """Indices of the non-empty sequences of a `SequenceMatrix` that are not in
+    ``labelled``."""
+    unlabelled = np.setdiff1d(np.arange(len(sequences)), labelled)
+    return unlabelled[sequences.lengths[unlabelled] > 0]
 
 
 class BaseCRF(BaseEstimator):
@@ -45,20 +75,7 @@ class BaseCRF(BaseEstimator):
         and the label codes of their tokens. Sets ``vectorizer_``, ``attributes_``,
         ``num_attributes_`` and ``classes_``.
         """
-        X = as_sequence_list(X)
-        if len(X) == 0:
-            raise ValueError("X is empty: fit needs at least one labelled sequence")
-        if is_matrix_input(X):
-            if min_freq:
-                raise ValueError(
-                    "min_freq applies to feature-dict input; with feature matrices, filter "
-                    "the columns in the featurizer (e.g. SequenceVectorizer(min_freq=...))"
-                )
-            self.vectorizer_ = None
-            sequences = matrices_to_sequence_matrix(X)
-        else:
-            self.vectorizer_ = SequenceVectorizer(min_freq=min_freq)
-            sequences = self.vectorizer_.fit_transform(X)
+        self.vectorizer_, sequences = featurise_training_input(X, min_freq)
         labelled = self._labelled_sequences(sequences, y)
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence (every entry is None)")

@@ -13,15 +13,8 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._validation import (
-    as_sequence_list,
-    check_labels,
-    concatenate_inputs,
-    encode_labels,
-    is_matrix_input,
-    matrices_to_sequence_matrix,
-)
-from .featurize import SequenceVectorizer
+from ._validation import as_sequence_list, check_labels, concatenate_inputs, encode_labels
+from .base import featurise_training_input
 from .graph import SimilarityGraph, resolve_graph
 
 __all__ = ["GraphPropagation"]
@@ -183,12 +176,7 @@ class GraphPropagation(BaseEstimator):
         Returns the `SequenceMatrix` of X, the indices of the labelled tokens (all
         sequences end to end) and their label codes.
         """
-        if len(X) == 0:
-            raise ValueError("X is empty: fit needs at least one labelled sequence")
-        if is_matrix_input(X):
-            sequences = matrices_to_sequence_matrix(X)
-        else:
-            sequences = SequenceVectorizer().fit_transform(X)
+        _, sequences = featurise_training_input(X)
         labelled = check_labels(y, sequences.lengths)
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence (every entry is None)")

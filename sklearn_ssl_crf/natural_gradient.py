@@ -22,7 +22,7 @@ from ._validation import (
     is_matrix_input,
     matrices_to_sequence_matrix,
 )
-from .base import BaseCRF
+from .base import BaseCRF, unlabelled_sequences
 from .crf import _check_dev_pair, _label_cooccurrence
 from .featurize import SequenceVectorizer
 from .inference import Workspace, chain_statistics
@@ -375,8 +375,7 @@ class NaturalGradientCRF(BaseCRF):
         ``prepared``: the labelled sequences' single-step data, when already built."""
         unlabelled = np.zeros(0, dtype=np.int64)
         if unlabelled_terms:
-            unlabelled = np.setdiff1d(np.arange(len(sequences)), labelled)
-            unlabelled = unlabelled[sequences.lengths[unlabelled] > 0]
+            unlabelled = unlabelled_sequences(sequences, labelled)
         return _Samples(sequences[np.concatenate([labelled, unlabelled])], labelled.size,
                         codes, len(self.classes_), self.gamma, self.proportion_weight,
                         getattr(self, "target_proportions_", None), prepared)

@@ -111,16 +111,19 @@ class GraphLaplacianPenalty(MarginalPenalty):
             self.token_groups[self.token_groups >= 0], minlength=self.n_groups)
         present = counts > 0
         self.inverse_counts = np.divide(1.0, counts, out=np.zeros(self.n_groups),
-                                        where=present)
+                                        where=present)[:, None]
         keep = sp.diags(present.astype(np.float64))
-        self.weights = sp.csr_matrix(keep @ weights @ keep)
-        self.degrees = np.asarray(self.weights.sum(axis=1)).ravel()
+        kept = keep @ sp.csr_matrix(weights) @ keep
+        # L = D - W as one matrix: one sparse product per evaluation.
+        self.laplacian = sp.csr_matrix(sp.diags(np.asarray(kept.sum(axis=1)).ravel()) - kept)
 
     def value_and_gradient(self, group_sums):
-        averages = (self.seed_sums + group_sums) * self.inverse_counts[:, None]
-        laplacian_averages = self.degrees[:, None] * averages - self.weights @ averages
+        averages = self.seed_sums + group_sums
+        averages *= self.inverse_counts
+        laplacian_averages = self.laplacian @ averages
         value = float(np.vdot(averages, laplacian_averages))
-        return value, 2.0 * laplacian_averages * self.inverse_counts[:, None]
+        laplacian_averages *= 2.0 * self.inverse_counts
+        return value, laplacian_averages
 
 
 class LabelProportionPenalty(MarginalPenalty):

@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import Interval
 
 from ._threads import single_threaded_blas
 from ._validation import concatenate_inputs
+from .base import unlabelled_sequences
 from .crf import CRF, _check_dev_pair, _penalised_negative_log_likelihood
 from .decoding import decode
 from .packing import ChunkedSequences, PackedSequences
@@ -93,8 +94,7 @@ all_possible_states, all_possible_transitions, verbose, n_jobs
         _check_dev_pair(X_dev, y_dev)
         X, y = concatenate_inputs(X, y, X_unlabeled)
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
-        unlabelled = np.setdiff1d(np.arange(len(sequences)), labelled)
-        unlabelled = unlabelled[sequences.lengths[unlabelled] > 0]
+        unlabelled = unlabelled_sequences(sequences, labelled)
         train = sequences[np.concatenate([labelled, unlabelled])]
         to_label = sequences[unlabelled]
         del sequences

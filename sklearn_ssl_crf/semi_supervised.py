@@ -19,7 +19,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._validation import concatenate_inputs
-from .base import BestIterate
+from .base import BestIterate, unlabelled_sequences
 from .crf import (
     CRF,
     _check_dev_pair,
@@ -144,8 +144,7 @@ all_possible_states, all_possible_transitions, verbose
         _check_dev_pair(X_dev, y_dev)
         X, y = concatenate_inputs(X, y, X_unlabeled)
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
-        unlabelled = np.setdiff1d(np.arange(len(sequences)), labelled)
-        unlabelled = unlabelled[sequences.lengths[unlabelled] > 0]
+        unlabelled = unlabelled_sequences(sequences, labelled)
         n_labels = len(self.classes_)
         labelled_data = ChunkedSequences(sequences[labelled], codes, n_labels,
                                          n_jobs=self.n_jobs)

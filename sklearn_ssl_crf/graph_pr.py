@@ -1,0 +1,481 @@
+"""`GraphPRCRF`: graph-based posterior regularisation (He, Gillenwater & Taskar 2013).
+
+EM on ``J(theta, q) = L(theta) - delta * [KL(q || p_theta) + lam * h(q)]``, where ``L`` is the
+penalised labelled log-likelihood, ``q`` a distribution over the label sequences of every
+unlabelled sequence and ``h`` a convex function of q's node marginals (the graph Laplacian
+penalty: similar tokens should get similar labels). With ``delta = 1`` this is the paper's
+objective; ``delta`` weighs the unlabelled data in the M-step, and scaling the whole
+regulariser by it keeps EM a coordinate ascent on J for any ``delta``.
+
+- q shares theta's transitions; its node factors are theta's unary potentials plus an offset
+  per graph vertex (tokens without a vertex: none). The exponentiated-gradient step of the
+  paper's eq. 20, ``r <- (1 - eta) r + eta U_theta - eta lam dh/dmu``, moves every token of a
+  vertex by the same amount, so the offsets are a (vertices x labels) table, the only state
+  q needs.
+- E-step: that step with ``eta_k = estep_eta / (1 + k)``, halved whenever the E-step
+  objective ``KL(q || p_theta) + lam h`` would rise; q's marginals by the batched
+  forward-backward over chunks of unlabelled sequences. It starts from the previous
+  E-step's offsets (iteration 1: q = p_theta); if it ends above the previous q's objective
+  at the new theta, the previous q is kept, so J never decreases.
+- M-step: L-BFGS from the previous theta on ``-L(theta) - delta sum E_q[log p_theta]``,
+  whose unlabelled part is ``delta (log Z(theta) - <E_q[F], theta>)``: q's expected features
+  are computed once per E-step, and each evaluation costs one forward-backward per sequence.
+"""
+
+from dataclasses import dataclass, replace
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._threads import single_threaded_blas
+from ._validation import concatenate_inputs
+from .base import BestIterate, unlabelled_sequences
+from .crf import CRF, _check_dev_pair, _penalised_negative_log_likelihood
+from .decoding import decode, posterior_marginals
+from .graph import SimilarityGraph, resolve_graph
+from .objectives import log_partition
+from .packing import ChunkedSequences
+from .penalties import GraphLaplacianPenalty
+
+__all__ = ["GraphPRCRF"]
+
+# Halvings of an E-step's step size before it is taken as converged.
+_MAX_HALVINGS = 10
+
+
+class GraphPRCRF(CRF):
+    """Linear-chain CRF trained with graph-based posterior regularisation.
+
+    He, Gillenwater & Taskar (2013): EM on the labelled likelihood minus
+    ``unlabeled_weight * [KL(q || p_theta) + lam * h(q)]``, with ``h`` the graph Laplacian of
+    the vertex-averaged node marginals of an auxiliary distribution ``q`` over the labels of
+    the unlabelled sequences. Labelled tokens seed the graph with their gold labels.
+    Iteration 0 is the supervised CRF; each EM iteration runs an exponentiated-gradient
+    E-step on ``q`` and an L-BFGS M-step on ``theta``.
+
+    ``predict`` uses ``theta`` (inductive: any new sequence); ``transduction_`` holds q's
+    labels for the training sequences (transductive). Unlabelled sequences are given as
+    ``fit(X, y, X_unlabeled=...)``, as sequences whose ``y[i]`` is None, or both.
+
+    Parameters
+    ----------
+    graph : {'trigram', 'knn'} or SimilarityGraph, default='trigram'
+        'trigram': mutual k-NN graph over the trigram types of the words (He et al. §4.2;
+        needs feature dicts holding the word under ``word_key``); 'knn': mutual k-NN graph
+        with one vertex per token, cosine similarity of the tokens' feature rows (§4.3); a
+        `SimilarityGraph` built for the sequences given to ``fit``, in that order (X, then
+        X_unlabeled). See `sklearn_ssl_crf.graph`.
+    n_neighbors : int, default=None
+        k of the k-NN graphs; None: 60 for 'trigram', 20 for 'knn'.
+    word_key : str, default='word.lower'
+        The feature holding a token's word, for 'trigram' (what `WindowFeatures` writes).
+    lam : float, default=1.0
+        Strength of the graph penalty (the paper's lambda).
+    unlabeled_weight : float, default=1.0
+        Weight of the unlabelled sequences in the M-step (the paper's delta, renamed because
+        ``delta`` is CRFsuite's stopping tolerance in every estimator here). 0: theta stays
+        the supervised CRF and only q (``transduction_``) uses the graph.
+    em_iterations : int, default=20
+        Maximum number of EM iterations.
+    em_tol : float, default=1e-3
+        Stop when J changed by less than this, relative to ``|J|``, in an iteration.
+    estep_iterations : int, default=10
+        Maximum number of exponentiated-gradient steps per E-step.
+    estep_eta : float, default=0.2
+        First step size of an E-step (eta0; step k is ``eta0 / (1 + k)``).
+    estep_tol : float, default=1e-4
+        An E-step stops when its objective fell by less than this, relative, in a step.
+    decoding : {'viterbi', 'posterior'}, default='viterbi'
+        How labels are read from a model: the best sequence, or the most probable label of
+        each token (max marginals, as in the paper). Used by ``predict``, the dev scores
+        and ``transduction_``.
+    algorithm, c1, c2, max_iterations, num_memories, epsilon, period, delta, min_freq, \
+all_possible_states, all_possible_transitions, verbose
+        As in `CRF`; they apply to the supervised start and to every M-step
+        (``max_iterations`` bounds each). ``verbose`` also prints one line per EM iteration.
+    n_jobs : int, default=None
+        Worker processes over which the chunks of labelled and unlabelled sequences are
+        spread, in the M-step and the E-step; the model is the same for any value.
+
+    Attributes
+    ----------
+    graph_ : SimilarityGraph
+        The graph used (built in ``fit`` unless given).
+    transduction_ : list of lists
+        One label sequence per training sequence, in the order given (X, then
+        X_unlabeled): the gold labels of the labelled ones, q's decoding of the unlabelled
+        ones.
+    training_log_ : list of dict
+        The L-BFGS iterations of the supervised start (``phase`` 'supervised') and of each
+        M-step (``phase`` 'M-step', ``em_iteration``), then one entry per EM iteration
+        (``phase`` 'EM', ``em_iteration`` from 0, the supervised CRF with q = p_theta):
+        ``objective`` (J), ``likelihood`` (L(theta), prior included), ``kl``
+        (KL(q || p_theta)) and ``penalty`` (h) at the iteration's end, ``estep_iterations``,
+        ``estep_objective`` (KL + lam h at the E-step's end, before the M-step moved
+        theta), ``kept_previous_q`` (the E-step did not beat the previous q),
+        ``mstep_iterations``, and dev scores when given.
+    n_em_iter_ : int
+        EM iterations run.
+    best_iteration_ : int or None
+        With a dev set: the EM iteration whose theta and q were kept (0: the supervised
+        CRF), chosen by dev span F1 for chunk labels (``B-``/``I-`` prefixes), by dev
+        token accuracy otherwise.
+    termination_condition_ : str
+        Why EM stopped.
+    Other attributes as in `CRF`.
+
+    See Also
+    --------
+    GraphPropagation : the graph alone (transductive baseline).
+    EntropyRegularizedCRF : entropy and label-proportion regularisation.
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf import GraphPRCRF
+    >>> from sklearn_ssl_crf.datasets import make_sequences
+    >>> X, y = make_sequences(60, features="dict", random_state=0)
+    >>> y_partial = y[:10] + [None] * 50          # 10 labelled, 50 unlabelled sentences
+    >>> model = GraphPRCRF(graph="knn", lam=0.5, em_iterations=3).fit(X, y_partial)
+    >>> len(model.transduction_) == len(X), model.training_log_[-1]["em_iteration"] <= 3
+    (True, True)
+    """
+
+    _parameter_constraints = {
+        **CRF._parameter_constraints,
+        "graph": [StrOptions({"trigram", "knn"}), SimilarityGraph],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left"), None],
+        "word_key": [str],
+        "lam": [Interval(Real, 0, None, closed="left")],
+        "unlabeled_weight": [Interval(Real, 0, None, closed="left")],
+        "em_iterations": [Interval(Integral, 0, None, closed="left")],
+        "em_tol": [Interval(Real, 0, None, closed="left")],
+        "estep_iterations": [Interval(Integral, 1, None, closed="left")],
+        "estep_eta": [Interval(Real, 0, 1, closed="right")],
+        "estep_tol": [Interval(Real, 0, None, closed="left")],
+        "decoding": [StrOptions({"viterbi", "posterior"})],
+    }
+
+    def __init__(
+        self,
+        graph="trigram",
+        n_neighbors=None,
+        word_key="word.lower",
+        lam=1.0,
+        unlabeled_weight=1.0,
+        em_iterations=20,
+        em_tol=1e-3,
+        estep_iterations=10,
+        estep_eta=0.2,
+        estep_tol=1e-4,
+        decoding="viterbi",
+        algorithm="lbfgs",
+        c1=0.0,
+        c2=1.0,
+        max_iterations=None,
+        num_memories=6,
+        epsilon=1e-5,
+        period=10,
+        delta=1e-5,
+        min_freq=0,
+        all_possible_states=True,
+        all_possible_transitions=True,
+        verbose=False,
+        n_jobs=None,
+    ):
+        super().__init__(
+            algorithm=algorithm, c1=c1, c2=c2, max_iterations=max_iterations,
+            num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
+            min_freq=min_freq, all_possible_states=all_possible_states,
+            all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
+        )
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.word_key = word_key
+        self.lam = lam
+        self.unlabeled_weight = unlabeled_weight
+        self.em_iterations = em_iterations
+        self.em_tol = em_tol
+        self.estep_iterations = estep_iterations
+        self.estep_eta = estep_eta
+        self.estep_tol = estep_tol
+        self.decoding = decoding
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, X_unlabeled=None, X_dev=None, y_dev=None):
+        """Train on labelled and unlabelled sequences.
+
+        Parameters
+        ----------
+        X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
+        y : list of label sequences, None for an unlabelled sequence
+        X_unlabeled : same kind as X, default=None
+            More unlabelled sequences.
+        X_dev, y_dev : optional
+            A development set scored after every EM iteration; the EM iteration with the
+            best score is kept (iteration 0, the supervised CRF, included).
+
+        Returns
+        -------
+        self : GraphPRCRF
+        """
+        _check_dev_pair(X_dev, y_dev)
+        X, y = concatenate_inputs(X, y, X_unlabeled)
+        sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key)
+        unlabelled = unlabelled_sequences(sequences, labelled)
+        penalty = self._graph_penalty(sequences, labelled, unlabelled, codes)
+        labelled_data = ChunkedSequences(sequences[labelled], codes, len(self.classes_),
+                                         n_jobs=self.n_jobs)
+        unlabelled_data = ChunkedSequences(sequences[unlabelled], groups=penalty.token_groups,
+                                           n_groups=penalty.n_groups, n_jobs=self.n_jobs)
+        del sequences
+
+        layout = self._weight_layout(labelled_data)
+        dev = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
+        supervised = self._minimize(
+            _penalised_negative_log_likelihood(labelled_data, layout, self.c2),
+            np.zeros(layout.size), dev)
+        log = [dict(entry, phase="supervised") for entry in supervised.log]
+        em = _ExpectationMaximisation(self, labelled_data, unlabelled_data, penalty, layout)
+        tracker = BestIterate(supervised.x, dev, _selection_score(self.classes_))
+        theta, q, em_log = em.run(supervised, tracker)
+        log += em_log
+        self._set_fitted_weights(replace(supervised, x=theta), layout)
+        self.training_log_ = log
+        self.n_iter_ = sum(1 for entry in log if entry["phase"] != "EM")
+        self.n_em_iter_ = em.n_iter
+        self.termination_condition_ = em.termination_condition
+        self.best_iteration_ = None if dev is None else tracker.best_iteration
+        self.transduction_ = self._transduction(y, labelled, unlabelled, unlabelled_data,
+                                                layout, q)
+        return self
+
+    def _graph_penalty(self, sequences, labelled, unlabelled, codes):
+        """The Laplacian penalty of the unlabelled tokens, seeded by the labelled ones."""
+        sequence_of_token = np.repeat(np.arange(len(sequences)), sequences.lengths)
+        vertices = self.graph_.token_vertices
+        labelled_vertices = vertices[np.isin(sequence_of_token, labelled)]
+        seeded = labelled_vertices >= 0
+        seed_sums = sp.csr_matrix(
+            (np.ones(seeded.sum()), (labelled_vertices[seeded], codes[seeded])),
+            shape=(self.graph_.n_vertices, len(self.classes_))).toarray()
+        return GraphLaplacianPenalty(self.graph_.weights,
+                                     vertices[np.isin(sequence_of_token, unlabelled)], seed_sums)
+
+    def _transduction(self, y, labelled, unlabelled, unlabelled_data, layout, q):
+        """Gold labels of the labelled sequences and q's of the unlabelled ones, in input
+        order."""
+        classes = np.asarray(self.classes_, dtype=object)
+        transduction = [None] * len(y)
+        for i in labelled:
+            transduction[i] = list(y[i])
+        if q is not None:
+            state, transition = layout.unpack(q.theta)
+            predicted = []
+            with single_threaded_blas():
+                for chunk in unlabelled_data.chunks:
+                    unary = chunk.unary(state) + chunk.group_matrix.T @ q.offsets
+                    predicted.append(self._decode(chunk, unary, transition))
+            labels = classes[np.concatenate(predicted)]
+            lengths = np.concatenate([chunk.lengths for chunk in unlabelled_data.chunks])
+            for i, part in zip(unlabelled, np.split(labels, np.cumsum(lengths)[:-1])):
+                transduction[i] = part.tolist()
+        return [[] if labels is None else labels for labels in transduction]
+
+    def _decode(self, packed, unary, transition):
+        if self.decoding == "posterior":
+            return posterior_marginals(packed, unary, transition).argmax(axis=1)
+        return decode(packed, unary, transition)
+
+
+@dataclass
+class _Auxiliary:
+    """The auxiliary distribution q: potentials ``X W + offsets[vertex]`` and transitions of
+    ``theta``, with what was computed of it."""
+
+    theta: np.ndarray
+    offsets: np.ndarray
+    kl: float                  # KL(q || p_theta'), theta' the last theta it was compared to
+    penalty: float             # h
+    objective: float           # kl + lam * h, at theta'
+
+    penalty_gradient: np.ndarray
+    features: np.ndarray = None        # E_q[F], packed as theta
+    expected_log_q: float = None       # E_q[log q]
+
+
+class _ExpectationMaximisation:
+    """The EM loop of `GraphPRCRF` over chunked labelled and unlabelled sequences."""
+
+    def __init__(self, model, labelled_data, unlabelled_data, penalty, layout):
+        self.model, self.penalty, self.layout = model, penalty, layout
+        self.labelled_data, self.unlabelled_data = labelled_data, unlabelled_data
+        self.weight, self.lam = model.unlabeled_weight, model.lam
+        self.supervised = _penalised_negative_log_likelihood(labelled_data, layout, model.c2)
+        self.n_labels = len(model.classes_)
+        self.n_iter, self.termination_condition = 0, "no unlabelled sequence"
+
+    def run(self, supervised, tracker):
+        """EM from the supervised optimum; returns the kept theta, its q and the log."""
+        model, weight = self.model, self.weight
+        log = []
+        theta = supervised.x
+        if not self.unlabelled_data.chunks:
+            return theta, None, log
+        log_z = self._log_partition(theta)
+        q = self._evaluate(theta, log_z, np.zeros((self.penalty.n_groups, self.n_labels)))
+        likelihood = -supervised.fun
+        objective = likelihood - weight * q.objective
+        log.append(self._entry(0, objective, likelihood, q, tracker.start_scores,
+                               estep_iterations=0, estep_objective=float(q.objective)))
+        best_q = q
+        # With no weight on the unlabelled data theta cannot move: one E-step gives q.
+        n_iterations = model.em_iterations if weight > 0 else min(model.em_iterations, 1)
+        self.termination_condition = "em_iterations reached"
+        for iteration in range(1, n_iterations + 1):
+            new_q, estep_iterations = self._e_step(theta, log_z, q.offsets)
+            # The new E-step may fail to beat the previous q at this theta (too few steps):
+            # then keeping that q is the better E-step, and J cannot decrease.
+            kept_previous = bool(new_q.objective > q.objective)
+            if not kept_previous:
+                q = new_q
+            if q.features is None:
+                self._expected_features(q)
+            estep_objective = q.objective
+            if weight > 0:
+                result = model._minimize(self._m_step_objective(q), theta)
+                log += [dict(entry, phase="M-step", em_iteration=iteration)
+                        for entry in result.log]
+                theta, m_step_loss, m_iterations = result.x, result.fun, result.n_iter
+            else:
+                m_step_loss, m_iterations = -likelihood, 0
+            log_z = self._log_partition(theta)
+            expected_log_p = q.features @ theta - log_z
+            likelihood = -m_step_loss - weight * expected_log_p
+            # q at the new theta: the start the next E-step must beat.
+            q.kl = q.expected_log_q - expected_log_p
+            q.objective = q.kl + self.lam * q.penalty
+            previous, objective = objective, likelihood - weight * q.objective
+            scores, improved = tracker.offer(iteration, theta)
+            if improved or tracker.dev is None:
+                best_q = q
+            log.append(self._entry(iteration, objective, likelihood, q, scores,
+                                   estep_iterations=estep_iterations,
+                                   estep_objective=float(estep_objective),
+                                   kept_previous_q=kept_previous,
+                                   mstep_iterations=m_iterations))
+            self.n_iter = iteration
+            if abs(objective - previous) <= model.em_tol * abs(previous):
+                self.termination_condition = "converged: relative change of J below em_tol"
+                break
+        if tracker.dev is not None:
+            theta = tracker.best_x
+        return theta, best_q, log
+
+    def _entry(self, iteration, objective, likelihood, q, scores, **extra):
+        entry = dict(phase="EM", em_iteration=iteration, objective=float(objective),
+                     likelihood=float(likelihood), kl=float(q.kl), penalty=float(q.penalty),
+                     **extra, **scores)
+        if self.model.verbose:
+            print(f"EM {iteration:3d}  J={objective:.6g}  L={likelihood:.6g}  "
+                  f"KL={q.kl:.4g}  h={q.penalty:.4g}"
+                  + "".join(f"  {key}={value:.4f}" for key, value in scores.items()),
+                  flush=True)
+        return entry
+
+    # -- E-step --------------------------------------------------------------------------
+
+    def _evaluate(self, theta, log_z, offsets):
+        """q with these offsets at theta: KL(q || p_theta), h and its gradient."""
+        state, transition = self.layout.unpack(theta)
+        with single_threaded_blas():
+            log_z_q, sums = self.unlabelled_data.sum(_chunk_auxiliary_statistics, state,
+                                                     transition, offsets, False)
+        penalty, gradient = self.penalty.value_and_gradient(sums)
+        # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
+        kl = float(np.vdot(offsets, sums)) - log_z_q + log_z
+        return _Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient)
+
+    def _e_step(self, theta, log_z, offsets):
+        """Exponentiated-gradient steps on q's offsets; the objective never rises."""
+        model = self.model
+        current = self._evaluate(theta, log_z, offsets)
+        n_steps = 0
+        for k in range(model.estep_iterations):
+            eta = model.estep_eta / (1 + k)
+            for _ in range(_MAX_HALVINGS + 1):
+                trial = self._evaluate(
+                    theta, log_z,
+                    (1 - eta) * current.offsets - eta * self.lam * current.penalty_gradient)
+                if trial.objective <= current.objective:
+                    break
+                eta /= 2
+            else:
+                break  # no step lowers the objective: converged up to rounding
+            n_steps += 1
+            change = current.objective - trial.objective
+            current = trial
+            if change <= model.estep_tol * abs(current.objective):
+                break
+        return current, n_steps
+
+    def _expected_features(self, q):
+        """Sets q's expected features and ``E_q[log q]``."""
+        state, transition = self.layout.unpack(q.theta)
+        with single_threaded_blas():
+            log_z_q, sums, d_state, d_transition = self.unlabelled_data.sum(
+                _chunk_auxiliary_statistics, state, transition, q.offsets, True)
+        q.features = self.layout.pack(d_state, d_transition)
+        q.expected_log_q = float(q.features @ q.theta + np.vdot(q.offsets, sums) - log_z_q)
+
+    # -- M-step --------------------------------------------------------------------------
+
+    def _m_step_objective(self, q):
+        """``theta -> (value, gradient)`` of ``-L(theta) - weight * sum E_q[log p_theta]``."""
+        supervised, layout, weight = self.supervised, self.layout, self.weight
+        data, features = self.unlabelled_data, q.features
+
+        def objective(theta):
+            value, gradient = supervised(theta)
+            state, transition = layout.unpack(theta)
+            log_z, d_state, d_transition = data.sum(_chunk_log_partition, state, transition)
+            value += weight * (log_z - features @ theta)
+            gradient += weight * (layout.pack(d_state, d_transition) - features)
+            return value, gradient
+
+        return objective
+
+    def _log_partition(self, theta):
+        state, transition = self.layout.unpack(theta)
+        with single_threaded_blas():
+            return self.unlabelled_data.sum(_chunk_log_partition, state, transition)[0]
+
+
+def _selection_score(classes):
+    """The dev score that picks the EM iteration: span F1 for chunk labels, token accuracy
+    for others (part-of-speech tags, letters), where spans mean nothing."""
+    chunk_labels = any(str(label)[:2] in ("B-", "I-") for label in classes)
+    return "dev_span_f1" if chunk_labels else "dev_accuracy"
+
+
+def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, features):
+    """A chunk's ``sum log Z_q`` and q's marginal sums per vertex; with ``features``, also
+    q's expected state and transition features."""
+    unary = chunk.unary(state)
+    unary += chunk.group_matrix.T @ offsets
+    log_z, node_marginals, edge_marginal_sum = log_partition(chunk, unary, transition,
+                                                             workspace)
+    sums = np.asarray(chunk.group_matrix @ node_marginals)
+    if not features:
+        return log_z, sums
+    return log_z, sums, chunk.weight_gradient(node_marginals), edge_marginal_sum
+
+
+def _chunk_log_partition(chunk, workspace, state, transition):
+    """A chunk's ``sum log Z`` and expected features under theta."""
+    log_z, node_marginals, edge_marginal_sum = log_partition(chunk, chunk.unary(state),
+                                                             transition, workspace)
+    return log_z, chunk.weight_gradient(node_marginals), edge_marginal_sum
