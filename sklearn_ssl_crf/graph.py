@@ -700,7 +700,7 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
                 own *= own_weight
                 similarities += own
                 if outside is not None:
-                    similarities[outside] = -np.inf
+                    np.putmask(similarities, outside, -np.inf)
             candidates = _dense_candidates(similarities, start, n_neighbors, min_similarity,
                                            excluded)
         sources, targets, values = _top_k(*candidates, n_neighbors)
@@ -777,8 +777,10 @@ def _dense_candidates(similarities, start, n_neighbors, min_similarity, excluded
         kth = np.partition(similarities, n_columns - n_neighbors, axis=1)[:, n_columns -
                                                                           n_neighbors]
         np.maximum(threshold, kth, out=threshold)
-    sources, targets = np.nonzero(similarities >= threshold[:, None])
-    return sources + start, targets, similarities[sources, targets]
+    # flatnonzero then divmod: several times faster than a 2-d nonzero.
+    kept = np.flatnonzero(similarities >= threshold[:, None])
+    sources, targets = np.divmod(kept, n_columns)
+    return sources + start, targets, similarities.reshape(-1)[kept]
 
 
 def _top_k(sources, targets, values, k):
