@@ -674,7 +674,8 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     either). u keeps its ``n_neighbors`` most similar candidates, ties going to the lower
     index. (u, v) is an edge iff each keeps the other; its weight is the smaller of the two
     computed similarities (they can differ by rounding), so the result is exactly symmetric.
-    Memory: the kept pairs (``n x n_neighbors``) plus a few blocks.
+    Memory: the kept pairs (``n x n_neighbors``) plus about ``max_block_entries``
+    similarities at a time, dense or (for sparse rows) the nonzeros of a sparse block.
     """
     rows = _dense_if_dense_enough(rows)
     n_rows = rows.shape[0]
@@ -682,32 +683,31 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     if own_rows is not None:
         own_rows = _dense_if_dense_enough(own_rows)
         own_columns = _transposed(own_rows)
-    block = max(1, max_block_entries // max(n_rows, 1))
+    dense_step = max(1, max_block_entries // n_rows)
     index_dtype = np.int32 if n_rows * n_neighbors < 2**31 else np.int64
     kept = []
-    for start in range(0, n_rows, block):
-        stop = min(start + block, n_rows)
+    for start, stop in _row_blocks(rows, max_block_entries, by_nonzeros=own_rows is None):
         similarities = safe_sparse_dot(rows[start:stop], columns)
         if sp.issparse(similarities) and own_rows is None and (
                 similarities.nnz < _DENSE_ENOUGH * (stop - start) * n_rows):
             candidates = _sparse_candidates(similarities.tocsr(), start, n_neighbors,
                                             min_similarity, excluded)
-        else:
-            similarities = _to_dense(similarities)
+            kept.append(_kept_rows(candidates, n_neighbors, start, stop, index_dtype))
+            continue
+        # A dense block, or a sparse one too dense to search sparsely: dense slices of at
+        # most max_block_entries.
+        for first in range(start, stop, dense_step):
+            last = min(first + dense_step, stop)
+            block = _to_dense(similarities[first - start:last - start])
             if own_rows is not None:
-                own = _to_dense(safe_sparse_dot(own_rows[start:stop], own_columns))
+                own = _to_dense(safe_sparse_dot(own_rows[first:last], own_columns))
                 outside = None if min_own_similarity is None else own <= min_own_similarity
                 own *= own_weight
-                similarities += own
+                block += own
                 if outside is not None:
-                    np.putmask(similarities, outside, -np.inf)
-            candidates = _dense_candidates(similarities, start, n_neighbors, min_similarity,
-                                           excluded)
-        sources, targets, values = _top_k(*candidates, n_neighbors)
-        # Kept pairs come sorted by source: store them as CSR rows straight away (12 bytes a
-        # pair rather than 24 for coordinates), the largest memory of the search.
-        kept.append((np.bincount(sources - start, minlength=stop - start),
-                     targets.astype(index_dtype), values))
+                    np.putmask(block, outside, -np.inf)
+            candidates = _dense_candidates(block, first, n_neighbors, min_similarity, excluded)
+            kept.append(_kept_rows(candidates, n_neighbors, first, last, index_dtype))
     counts, targets, values = (np.concatenate(parts) for parts in zip(*kept))
     del kept
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
@@ -717,6 +717,38 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     weights = sp.csr_matrix(directed.minimum(directed.T))
     weights.eliminate_zeros()
     return weights
+
+
+def _row_blocks(rows, max_block_entries, by_nonzeros):
+    """(start, stop) of blocks of rows whose similarities to all rows number about
+    ``max_block_entries``: ``rows x n_rows`` for dense rows; for sparse rows (with
+    ``by_nonzeros``) a bound on the nonzeros, so that blocks of sparse similarities are not
+    needlessly small (thousands of tiny blocks cost more in overhead than in arithmetic)."""
+    n_rows = rows.shape[0]
+    if by_nonzeros and sp.issparse(rows):
+        # Row u's similarities have at most n_rows nonzeros, and at most as many as the
+        # products that make them: the sum over u's features of how many rows have each.
+        column_counts = np.bincount(rows.indices, minlength=rows.shape[1])
+        row_of_entry = np.repeat(np.arange(n_rows), np.diff(rows.indptr))
+        products = np.bincount(row_of_entry, weights=column_counts[rows.indices],
+                               minlength=n_rows)
+        ends = np.cumsum(np.minimum(products, n_rows))
+        marks = np.arange(1, int(ends[-1] // max_block_entries) + 1) * max_block_entries
+        stops = np.searchsorted(ends, marks, side="right")
+    else:
+        step = max(1, max_block_entries // n_rows)
+        stops = np.arange(step, n_rows, step)
+    stops = np.unique(np.concatenate([stops[(stops > 0) & (stops < n_rows)], [n_rows]]))
+    return zip(np.concatenate([[0], stops[:-1]]).tolist(), stops.tolist())
+
+
+def _kept_rows(candidates, n_neighbors, start, stop, index_dtype):
+    """The k best candidates of rows start..stop as CSR pieces: counts, targets, values."""
+    sources, targets, values = _top_k(*candidates, n_neighbors)
+    # Kept pairs come sorted by source: stored as CSR rows straight away (12 bytes a pair
+    # rather than 24 for coordinates), the largest memory of the search.
+    return (np.bincount(sources - start, minlength=stop - start), targets.astype(index_dtype),
+            values)
 
 
 def _dense_if_dense_enough(rows):
@@ -741,26 +773,26 @@ def _sparse_candidates(similarities, start, n_neighbors, min_similarity, exclude
     of their row (a superset: all of the bucket that holds the row's k-th best)."""
     n_block, n_columns = similarities.shape
     local = np.repeat(np.arange(n_block), np.diff(similarities.indptr))
-    targets, values = similarities.indices.astype(np.int64), similarities.data
-    keep = (values > min_similarity) & (local + start != targets)
+    targets, values = similarities.indices, similarities.data
+    keep = (values > min_similarity) & (local != targets - start)
     if excluded is not None:
         keep &= ~excluded[targets]
-    local, targets, values = local[keep], targets[keep], values[keep]
-    long = np.bincount(local, minlength=n_block) > n_neighbors
-    if long.any():
+    if np.count_nonzero(keep) > n_neighbors:
         # Sorting every nonzero would cost most of the search (rows of common trigrams have
         # thousands): a histogram of each row's values says which bucket holds its k-th
-        # best, and only the buckets from there up go on to the exact sort.
+        # best, and only the buckets from there up go on to the exact sort. Entries that
+        # are no candidates go to an extra last bin.
         n_buckets = min(_N_BUCKETS, n_columns)
-        bucket = (values * (n_buckets / values.max())).astype(np.int64)
-        bucket = np.minimum(bucket, n_buckets - 1)
-        histogram = np.bincount(local * n_buckets + bucket, minlength=n_block * n_buckets)
+        bucket = (values * (n_buckets / values[keep].max())).astype(np.int64)
+        np.clip(bucket, 0, n_buckets - 1, out=bucket)
+        bins = np.where(keep, local * n_buckets + bucket, n_block * n_buckets)
+        histogram = np.bincount(bins, minlength=n_block * n_buckets + 1)[:-1]
         from_top = np.cumsum(histogram.reshape(n_block, n_buckets)[:, ::-1], axis=1)
         kth_bucket = n_buckets - 1 - np.argmax(from_top >= n_neighbors, axis=1)
-        kth_bucket[~long] = 0
-        keep = bucket >= kth_bucket[local]
-        local, targets, values = local[keep], targets[keep], values[keep]
-    return local + start, targets, values
+        kth_bucket[from_top[:, -1] <= n_neighbors] = 0  # short rows keep all candidates
+        keep &= bucket >= kth_bucket[local]
+    kept = np.flatnonzero(keep)
+    return local[kept] + start, targets[kept].astype(np.int64), values[kept]
 
 
 def _dense_candidates(similarities, start, n_neighbors, min_similarity, excluded):

@@ -134,20 +134,35 @@ def test_knn_graph_sparse_search_matches_brute_force(monkeypatch):
     assert_same_graph(graph, brute_force_mutual_knn(cosines(rows.toarray()), 3))
 
 
-@pytest.mark.parametrize("dense", [True, False])
-def test_block_size_does_not_change_the_graph(dense):
+@pytest.mark.parametrize("kind", ["dense", "sparse", "sparse rows, dense similarities"])
+def test_block_size_does_not_change_the_graph(kind):
     rng = np.random.default_rng(2)
-    if dense:
+    if kind == "dense":
         rows = rng.normal(size=(80, 6))
-    else:
+    elif kind == "sparse":
         rows = sp.random(200, 500, density=0.01, random_state=3, format="csr")
+    else:  # blocks sized for sparse similarities, then searched densely in slices
+        rows = sp.random(200, 40, density=0.05, random_state=4, format="csr")
+    expected = brute_force_mutual_knn(cosines(sp.csr_matrix(rows).toarray()), 4)
     tiny = knn_graph([rows], n_neighbors=4, max_block_entries=1)  # one row per block
-    medium = knn_graph([rows], n_neighbors=4, max_block_entries=1000)
-    large = knn_graph([rows], n_neighbors=4, max_block_entries=10**9)
-    for other in (medium, large):
+    for max_block_entries in (1000, 10**9):
+        other = knn_graph([rows], n_neighbors=4, max_block_entries=max_block_entries)
         assert np.array_equal(tiny.weights.indices, other.weights.indices)
         assert np.array_equal(tiny.weights.indptr, other.weights.indptr)
         np.testing.assert_allclose(tiny.weights.data, other.weights.data, rtol=1e-12)
+        assert_same_graph(other, expected)
+
+
+def test_row_blocks_bound_the_similarities_of_sparse_rows():
+    rows = sp.random(300, 50, density=0.04, random_state=5, format="csr")
+    products = (rows != 0).astype(int) @ (rows != 0).T.astype(int)
+    blocks = list(graph_module._row_blocks(rows, 500, by_nonzeros=True))
+    assert blocks[0][0] == 0 and blocks[-1][1] == 300
+    assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
+    assert all(products[start:stop].nnz <= 500 + 300 for start, stop in blocks)
+    assert 3 < len(blocks) < 300  # neither one row a block nor all rows in one
+    dense_blocks = list(graph_module._row_blocks(rows, 500, by_nonzeros=False))
+    assert dense_blocks == [(start, min(start + 1, 300)) for start in range(300)]
 
 
 @pytest.mark.parametrize("dense", [True, False])
