@@ -203,8 +203,9 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes=None,
         longest listed suffix ``w`` ends with (no feature when it ends with none). None: no
         suffix features.
     max_block_entries : int, default=2**22
-        How many similarities are held at once: a block of rows is compared with all
-        vertices, ``block rows x n_vertices <= max_block_entries`` (at least one row).
+        About how many similarities are held at once: a block of rows is compared with all
+        vertices, and the block is as large as a bound on its nonzero similarities allows
+        (the feature rows are sparse; at least one row).
 
     Returns
     -------
@@ -279,8 +280,9 @@ def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
         where ``u_l`` and ``u_r`` are the tokens before and after ``u`` in its sequence (a
         missing neighbour contributes 0); the paper uses 0.8. None: by ``s(u, v)``.
     max_block_entries : int, default=2**22
-        How many similarities are held at once: a block of rows is compared with all
-        tokens, ``block rows x n_tokens <= max_block_entries`` (at least one row).
+        About how many similarities are held at once: a block of rows is compared with all
+        tokens, ``block rows x n_tokens <= max_block_entries`` (at least one row; blocks of
+        sparse rows are sized by a bound on their nonzero similarities instead).
 
     Returns
     -------
@@ -771,25 +773,31 @@ def _to_dense(similarities):
 def _sparse_candidates(similarities, start, n_neighbors, min_similarity, excluded):
     """(row, column, similarity) of a sparse block's candidates that can be among the k best
     of their row (a superset: all of the bucket that holds the row's k-th best)."""
-    n_block, n_columns = similarities.shape
-    local = np.repeat(np.arange(n_block), np.diff(similarities.indptr))
-    targets, values = similarities.indices, similarities.data
+    n_block = similarities.shape[0]
+    indptr, targets, values = similarities.indptr, similarities.indices, similarities.data
+    local = np.repeat(np.arange(n_block), np.diff(indptr))
     keep = (values > min_similarity) & (local != targets - start)
     if excluded is not None:
         keep &= ~excluded[targets]
-    if np.count_nonzero(keep) > n_neighbors:
-        # Sorting every nonzero would cost most of the search (rows of common trigrams have
-        # thousands): a histogram of each row's values says which bucket holds its k-th
-        # best, and only the buckets from there up go on to the exact sort. Entries that
-        # are no candidates go to an extra last bin.
-        n_buckets = min(_N_BUCKETS, n_columns)
-        bucket = (values * (n_buckets / values[keep].max())).astype(np.int64)
+    running = np.concatenate([[0], np.cumsum(keep)])
+    long = running[indptr[1:]] - running[indptr[:-1]] > n_neighbors
+    if long.any():
+        # Sorting every candidate would cost most of the search (rows of common trigrams
+        # have thousands): a histogram of each long row's values says which bucket holds its
+        # k-th best, and only the buckets from there up go on to the exact sort. As many
+        # buckets as a long row has candidates on average keeps the histograms no larger
+        # than the block; other entries go to an extra last bin.
+        n_long = np.count_nonzero(long)
+        in_long = keep & long[local]
+        n_buckets = int(np.clip(np.count_nonzero(in_long) // n_long, 16, _N_BUCKETS))
+        bucket = (values * (n_buckets / values[in_long].max())).astype(np.int64)
         np.clip(bucket, 0, n_buckets - 1, out=bucket)
-        bins = np.where(keep, local * n_buckets + bucket, n_block * n_buckets)
-        histogram = np.bincount(bins, minlength=n_block * n_buckets + 1)[:-1]
-        from_top = np.cumsum(histogram.reshape(n_block, n_buckets)[:, ::-1], axis=1)
-        kth_bucket = n_buckets - 1 - np.argmax(from_top >= n_neighbors, axis=1)
-        kth_bucket[from_top[:, -1] <= n_neighbors] = 0  # short rows keep all candidates
+        long_row = np.cumsum(long) - 1
+        bins = np.where(in_long, long_row[local] * n_buckets + bucket, n_long * n_buckets)
+        histogram = np.bincount(bins, minlength=n_long * n_buckets + 1)[:-1]
+        from_top = np.cumsum(histogram.reshape(n_long, n_buckets)[:, ::-1], axis=1)
+        kth_bucket = np.zeros(n_block, dtype=np.int64)  # short rows keep all candidates
+        kth_bucket[long] = n_buckets - 1 - np.argmax(from_top >= n_neighbors, axis=1)
         keep &= bucket >= kth_bucket[local]
     kept = np.flatnonzero(keep)
     return local[kept] + start, targets[kept].astype(np.int64), values[kept]
