@@ -352,3 +352,26 @@ def test_handwriting_with_a_letter_graph(shared_data):
     assert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[:-1]))
     crf_error = token_error(crf.predict(X[20:]), gold)
     assert token_error(model.transduction_[20:], gold) < 0.8 * crf_error
+
+
+@pytest.mark.parametrize("weights, vertices, error, message", [
+    ([[0.0, np.nan], [np.nan, 0.0]], [0, 1], ValueError, "NaN"),
+    ([[0.0, -1.0], [-1.0, 0.0]], [0, 1], ValueError, "non-negative"),
+    ([[0.0, 1.0], [0.5, 0.0]], [0, 1], ValueError, "symmetric"),
+    ([[1.0, 1.0], [1.0, 0.0]], [0, 1], ValueError, "zero diagonal"),
+    ([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]], [0, 1], ValueError, "square"),
+    ([[0.0, 1.0], [1.0, 0.0]], [0, 2], ValueError, "-1..1"),
+    ([[0.0, 1.0], [1.0, 0.0]], [0.0, 1.0], TypeError, "integers"),
+    ("weights", [0, 1], TypeError, "weights must be"),
+])
+def test_similarity_graph_rejects_bad_weights_and_maps(weights, vertices, error, message):
+    with pytest.raises(error, match=message):
+        SimilarityGraph(weights, vertices)
+
+
+def test_similarity_graph_does_not_change_the_callers_matrix():
+    weights = sp.csr_matrix(np.array([[0.0, 2.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+    before = weights.toarray().copy()
+    graph = SimilarityGraph(weights, [0, 1, 2])
+    graph.weights.data[:] = 7.0
+    np.testing.assert_array_equal(weights.toarray(), before)
