@@ -46,10 +46,11 @@ the files without running anything. On the 2-core machine a POS draw took 25 CPU
 and an OCR draw 8-14 (most of it the lambda cross-validation's 12 fits); ``--quick`` is a
 smoke run of a few minutes.
 
-Part ``graph``'s defaults: trigram sizes 1,000 / 10,000 / 100,000 / 300,000 types; kNN sizes 1,000 / 10,000 /
-25,725 (OCR) / 100,000 (random). On 2 idle cores the part takes about 10 minutes, 6 of them
-the kNN graph of 100,000 letters (the similarity of every pair is computed: 10^10 pairs, two
-dense products of 384 columns in all); ``--knn-sizes 1000 10000 25725`` leaves about 3.
+Part ``graph``'s defaults: trigram sizes 1,000 / 10,000 / 100,000 / 300,000 types; kNN sizes
+1,000 / 10,000 / 25,725 (OCR) / 100,000 (random). On the 2-core machine, shared with other
+jobs (load average 2-3), the part took 12 minutes, 8 of them the kNN graph of 100,000
+letters (the similarity of every pair is computed: 10^10 pairs, two dense products of 384
+columns in all); ``--knn-sizes 1000 10000 25725`` leaves about 4.
 
 Usage::
 
