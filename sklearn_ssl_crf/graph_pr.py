@@ -336,7 +336,9 @@ class _ExpectationMaximisation:
         n_iterations = model.em_iterations if weight > 0 else min(model.em_iterations, 1)
         self.termination_condition = "em_iterations reached"
         for iteration in range(1, n_iterations + 1):
-            new_q, estep_iterations = self._e_step(theta, log_z, q.offsets)
+            # Iteration 1 starts where q already is (evaluated at this theta for entry 0).
+            start = q if iteration == 1 else self._evaluate(theta, log_z, q.offsets)
+            new_q, estep_iterations = self._e_step(theta, log_z, start)
             # The new E-step may fail to beat the previous q at this theta (too few steps):
             # then keeping that q is the better E-step, and J cannot decrease.
             kept_previous = bool(new_q.objective > q.objective)
@@ -399,10 +401,10 @@ class _ExpectationMaximisation:
         kl = float(np.vdot(offsets, sums)) - log_z_q + log_z
         return _Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient)
 
-    def _e_step(self, theta, log_z, offsets):
-        """Exponentiated-gradient steps on q's offsets; the objective never rises."""
+    def _e_step(self, theta, log_z, current):
+        """Exponentiated-gradient steps on q's offsets from ``current`` (evaluated at
+        theta); the objective never rises."""
         model = self.model
-        current = self._evaluate(theta, log_z, offsets)
         n_steps = 0
         for k in range(model.estep_iterations):
             eta = model.estep_eta / (1 + k)
