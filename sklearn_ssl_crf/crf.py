@@ -174,14 +174,16 @@ class CRF(BaseCRF):
         self._set_fitted_weights(result, layout)
         return self
 
-    def _minimize(self, objective, theta, callback=None):
-        """L-BFGS (OWL-QN when c1 > 0) on ``objective`` from ``theta``."""
+    def _minimize(self, objective, theta, callback=None, max_iterations=None):
+        """L-BFGS (OWL-QN when c1 > 0) on ``objective`` from ``theta``, for at most
+        ``max_iterations`` iterations if given, and at most ``self.max_iterations``."""
+        limits = [n for n in (self.max_iterations, max_iterations) if n is not None]
         with single_threaded_blas():
             return minimize_lbfgs(
                 objective,
                 theta,
                 c1=self.c1,
-                max_iterations=self.max_iterations,
+                max_iterations=min(limits, default=None),
                 epsilon=self.epsilon,
                 period=self.period,
                 delta=self.delta,

@@ -81,7 +81,15 @@ class GraphPRCRF(CRF):
     em_iterations : int, default=20
         Maximum number of EM iterations.
     em_tol : float, default=1e-3
-        Stop when J changed by less than this, relative to ``|J|``, in an iteration.
+        Stop when J rose by at most this fraction of its total rise since iteration 0 in
+        an iteration (a scale of J's own progress: ``|J|`` itself is dominated by the
+        prior and the labelled likelihood, which would stop EM early under a strong
+        prior).
+    mstep_iterations : int, default=None
+        Maximum L-BFGS iterations of each M-step; None: run each to convergence (within
+        ``max_iterations``). A bound makes EM a generalised EM, J still never decreasing:
+        with a weak prior (small ``c2``) and many unlabelled tokens an M-step may take
+        hundreds of iterations, while theta moves most in the first tens.
     estep_iterations : int, default=10
         Maximum number of exponentiated-gradient steps per E-step.
     estep_eta : float, default=0.2
@@ -95,7 +103,8 @@ class GraphPRCRF(CRF):
     algorithm, c1, c2, max_iterations, num_memories, epsilon, period, delta, min_freq, \
 all_possible_states, all_possible_transitions, verbose
         As in `CRF`; they apply to the supervised start and to every M-step
-        (``max_iterations`` bounds each). ``verbose`` also prints one line per EM iteration.
+        (``max_iterations`` bounds each; see also ``mstep_iterations``). ``verbose`` also
+        prints one line per EM iteration.
     n_jobs : int, default=None
         Worker processes over which the chunks of labelled and unlabelled sequences are
         spread, in the M-step and the E-step; the model is the same for any value.
@@ -152,6 +161,7 @@ all_possible_states, all_possible_transitions, verbose
         "unlabeled_weight": [Interval(Real, 0, None, closed="left")],
         "em_iterations": [Interval(Integral, 0, None, closed="left")],
         "em_tol": [Interval(Real, 0, None, closed="left")],
+        "mstep_iterations": [Interval(Integral, 1, None, closed="left"), None],
         "estep_iterations": [Interval(Integral, 1, None, closed="left")],
         "estep_eta": [Interval(Real, 0, 1, closed="right")],
         "estep_tol": [Interval(Real, 0, None, closed="left")],
@@ -167,6 +177,7 @@ all_possible_states, all_possible_transitions, verbose
         unlabeled_weight=1.0,
         em_iterations=20,
         em_tol=1e-3,
+        mstep_iterations=None,
         estep_iterations=10,
         estep_eta=0.2,
         estep_tol=1e-4,
@@ -198,6 +209,7 @@ all_possible_states, all_possible_transitions, verbose
         self.unlabeled_weight = unlabeled_weight
         self.em_iterations = em_iterations
         self.em_tol = em_tol
+        self.mstep_iterations = mstep_iterations
         self.estep_iterations = estep_iterations
         self.estep_eta = estep_eta
         self.estep_tol = estep_tol
@@ -328,7 +340,7 @@ class _ExpectationMaximisation:
         log_z = self._log_partition(theta)
         q = self._evaluate(theta, log_z, np.zeros((self.penalty.n_groups, self.n_labels)))
         likelihood = -supervised.fun
-        objective = likelihood - weight * q.objective
+        objective = start_objective = likelihood - weight * q.objective
         log.append(self._entry(0, objective, likelihood, q, tracker.start_scores,
                                estep_iterations=0, estep_objective=float(q.objective)))
         best_q = q
@@ -348,7 +360,8 @@ class _ExpectationMaximisation:
                 self._expected_features(q)
             estep_objective = q.objective
             if weight > 0:
-                result = model._minimize(self._m_step_objective(q), theta)
+                result = model._minimize(self._m_step_objective(q), theta,
+                                         max_iterations=model.mstep_iterations)
                 log += [dict(entry, phase="M-step", em_iteration=iteration)
                         for entry in result.log]
                 theta, m_step_loss, m_iterations = result.x, result.fun, result.n_iter
@@ -370,8 +383,8 @@ class _ExpectationMaximisation:
                                    kept_previous_q=kept_previous,
                                    mstep_iterations=m_iterations))
             self.n_iter = iteration
-            if abs(objective - previous) <= model.em_tol * abs(previous):
-                self.termination_condition = "converged: relative change of J below em_tol"
+            if objective - previous <= model.em_tol * (objective - start_objective):
+                self.termination_condition = "converged: J's rise below em_tol of its total"
                 break
         if tracker.dev is not None:
             theta = tracker.best_x

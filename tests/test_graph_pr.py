@@ -152,7 +152,7 @@ def test_estep_objective_never_rises_over_its_iterations(synthetic):
 
 @pytest.mark.parametrize("params", [
     {"lam": 1.0}, {"lam": 5.0, "unlabeled_weight": 0.3}, {"lam": 1.0, "estep_iterations": 1},
-    {"lam": 0.5, "c1": 0.05, "c2": 0.1}])
+    {"lam": 0.5, "c1": 0.05, "c2": 0.1}, {"lam": 1.0, "c2": 0.01, "mstep_iterations": 2}])
 def test_em_objective_never_decreases(synthetic, params):
     X, _, y_partial, graph = synthetic
     model = GraphPRCRF(graph=graph, em_iterations=8, em_tol=0.0, **params).fit(X, y_partial)
@@ -165,6 +165,40 @@ def test_em_objective_never_decreases(synthetic, params):
         penalised = entry["kl"] + model.lam * entry["penalty"]
         assert entry["objective"] == pytest.approx(
             entry["likelihood"] - model.unlabeled_weight * penalised, rel=1e-12)
+
+
+@pytest.mark.parametrize("c2", [0.1, 100.0])
+def test_em_stops_when_j_rises_by_a_small_share_of_its_total_rise(synthetic, c2):
+    # A strong prior makes |J| large; the rule must not depend on it (em_tol relative to
+    # |J| stopped EM after 4 iterations on handwriting with c2 = 10).
+    X, _, y_partial, graph = synthetic
+    em_tol = 0.05
+    full = em_entries(GraphPRCRF(graph=graph, c2=c2, em_iterations=12, em_tol=0.0)
+                      .fit(X, y_partial))
+    objective = np.array([entry["objective"] for entry in full])
+    stops = np.diff(objective) <= em_tol * (objective[1:] - objective[0])
+    assert stops.any() and not stops[0]
+    expected = int(np.argmax(stops)) + 1
+    model = GraphPRCRF(graph=graph, c2=c2, em_iterations=12, em_tol=em_tol).fit(X, y_partial)
+    assert model.n_em_iter_ == expected
+    assert model.termination_condition_.startswith("converged")
+    assert [entry["objective"] for entry in em_entries(model)] == list(objective[:expected + 1])
+
+
+def test_mstep_iterations_bounds_each_m_step_and_not_the_supervised_start(synthetic):
+    X, y, y_partial, graph = synthetic
+    params = {"graph": graph, "c2": 0.01, "em_iterations": 3, "em_tol": 0.0}
+    full = GraphPRCRF(**params).fit(X, y_partial)
+    m_steps = [entry["mstep_iterations"] for entry in em_entries(full)[1:]]
+    assert max(m_steps) > 3
+    bounded = GraphPRCRF(mstep_iterations=3, **params).fit(X, y_partial)
+    assert [entry["mstep_iterations"] for entry in em_entries(bounded)[1:]] == [3, 3, 3]
+    assert em_entries(bounded)[0]["objective"] == em_entries(full)[0]["objective"]
+    assert em_entries(bounded)[-1]["objective"] < em_entries(full)[-1]["objective"]
+    # A bound no M-step reaches changes nothing.
+    loose = GraphPRCRF(mstep_iterations=max(m_steps), **params).fit(X, y_partial)
+    np.testing.assert_array_equal(loose.state_weights_, full.state_weights_)
+    assert em_entries(loose) == em_entries(full)
 
 
 def test_lam_zero_gives_q_equal_to_p_theta(synthetic):
