@@ -217,7 +217,7 @@ def main():
     print(f"{graph} in {time.perf_counter() - start:.0f} s")
     start = time.perf_counter()
     crf = CRF(c2=1.0).fit(X[:n_labelled], labels[:n_labelled])
-    gp = GraphPropagation(graph=graph).fit(X, y_partial)
+    gp = GraphPropagation(graph=graph, max_iterations=10_000).fit(X, y_partial)
     print(f"CRF and graph propagation in {time.perf_counter() - start:.0f} s")
     start = time.perf_counter()
     pr = GraphPRCRF(graph=graph, lam=args.lam, c2=1.0, em_iterations=args.em_iterations)

@@ -5,12 +5,14 @@ the sequence (§4.4, eq. 22). It is the transductive baseline of graph-based pos
 regularisation (`GraphPRCRF`); a CRF trained on its output is the GP -> CRF baseline.
 """
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._validation import as_sequence_list, check_labels, concatenate_inputs, encode_labels
@@ -60,7 +62,8 @@ class GraphPropagation(BaseEstimator):
     word_key : str, default='word.lower'
         The key of a token's word in the feature dicts, for 'trigram'.
     max_iterations : int, default=1000
-        Maximum number of Jacobi steps.
+        Maximum number of Jacobi steps; a `ConvergenceWarning` says when they were not
+        enough (large sparse graphs can need thousands).
     tol : float, default=1e-6
         Stop when no entry of a distribution changed by more than ``tol`` in a step.
     verbose : bool, default=False
@@ -165,6 +168,10 @@ class GraphPropagation(BaseEstimator):
                                       self.graph_.n_vertices, len(self.classes_))
         self.label_distributions_, self.n_iter_, self.termination_condition_ = _propagate(
             self.graph_.weights, counts, self.max_iterations, self.tol, self.verbose)
+        if self.termination_condition_ == "max_iterations":
+            warnings.warn(f"GraphPropagation stopped after max_iterations={self.max_iterations} "
+                          f"steps before the distributions changed by less than tol={self.tol};"
+                          " raise max_iterations", ConvergenceWarning, stacklevel=2)
         token_codes = self._token_codes(labelled_tokens, codes, counts.any(axis=1))
         labels = np.asarray(self.classes_, dtype=object)[token_codes]
         self.transduction_ = [part.tolist() for part in np.split(labels, sequences.offsets[1:-1])]

@@ -2,12 +2,14 @@
 
 import doctest
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.sparse.linalg import spsolve
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ssl_crf import graph_propagation
@@ -85,14 +87,18 @@ def test_one_step_is_the_neighbour_average():
     # Eq. 22 with step 1 / d_v: q_v becomes the weighted average of its neighbours.
     weights = symmetric(4, [(0, 2, 3.0), (1, 2, 1.0), (2, 3, 2.0)])
     graph = SimilarityGraph(weights, [0, 1, 2, 3])
-    gp = GraphPropagation(graph=graph, max_iterations=1).fit(
-        sequences_of([2, 2]), [["a", "b"], None])
+    with pytest.warns(ConvergenceWarning, match="max_iterations=1 steps"):
+        gp = GraphPropagation(graph=graph, max_iterations=1).fit(
+            sequences_of([2, 2]), [["a", "b"], None])
     # Start: 0 -> (1, 0), 1 -> (0, 1), 2 and 3 uniform. Vertex 2: (3 (1, 0) + 1 (0, 1)
     # + 2 (0.5, 0.5)) / 6; vertex 3 averages the old (uniform) vertex 2: a Jacobi step.
     np.testing.assert_allclose(gp.label_distributions_[2], [4 / 6, 2 / 6])
     np.testing.assert_allclose(gp.label_distributions_[3], [0.5, 0.5])
     assert gp.n_iter_ == 1 and gp.termination_condition_ == "max_iterations"
-    gp.set_params(max_iterations=1000, tol=1e-12).fit(sequences_of([2, 2]), [["a", "b"], None])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        gp.set_params(max_iterations=1000, tol=1e-12).fit(sequences_of([2, 2]),
+                                                          [["a", "b"], None])
     # Harmonic: vertex 3 hangs on vertex 2 alone, and 2 averages 0 and 1 (3 : 1).
     np.testing.assert_allclose(gp.label_distributions_[2:], [[0.75, 0.25]] * 2, atol=1e-10)
     assert gp.termination_condition_ == "converged" and 1 < gp.n_iter_ < 1000
