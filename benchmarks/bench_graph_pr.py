@@ -44,9 +44,9 @@ Parts, chosen by name with ``--parts`` (default: all of them):
 
 Parts ``pos`` and ``ocr`` write every finished draw to a JSON file (default
 /tmp/bench_graph_pr_PART.json) and resume from it; ``--report`` prints their tables from
-the files without running anything. On the 2-core machine a POS draw took 25 CPU minutes
-and an OCR draw 8-14 (most of it the lambda cross-validation's 12 fits); ``--quick`` is a
-smoke run of a few minutes.
+the files without running anything. On the 2-core machine, with the two parts in two
+processes, a POS draw took 8-13 minutes and an OCR draw 6-14 (most of it the
+cross-validation's 12 fits); ``--quick`` is a smoke run of a minute.
 
 Part ``graph``'s defaults: trigram sizes 1,000 / 10,000 / 100,000 / 300,000 types; kNN sizes
 1,000 / 10,000 / 25,725 (OCR) / 100,000 (random). On the 2-core machine, shared with other
