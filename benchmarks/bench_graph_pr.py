@@ -224,6 +224,8 @@ OCR_SETTINGS = {"per_word": 2, "unlabelled": 0, "cv_em_iterations": 10,
                 "mstep_iterations": 50, "sigma": 0.7, "protocol": "schedule"}
 OCR_QUICK = {"per_word": 1, "unlabelled": 300, "cv_em_iterations": 2}
 C2_GRID = (0.001, 0.01, 0.1, 1.0, 10.0)
+# Jacobi steps of GraphPropagation: its graphs here need up to 4,464 (POS draw 0) to converge.
+GP_MAX_ITERATIONS = 10_000
 CV_FOLDS = 3
 
 
@@ -288,7 +290,7 @@ class Draw:
     X_held: list = None
 
 
-def run_draw(data, settings, pr_params, gp_params):
+def run_draw(data, settings, pr_params):
     """The rows of one draw (CRF, sklearn-crfsuite, GP, GP->CRF, PR1, PR) and timings."""
     n_labelled = len(data.y_labelled)
     X_pool, y_pool = data.X_pool, data.y_labelled + [None] * len(data.gold)
@@ -305,7 +307,7 @@ def run_draw(data, settings, pr_params, gp_params):
     rows["CRF"] = data.score(crf.predict(unlabelled), inductive(crf))
     rows["sklearn-crfsuite"] = data.score(*crfsuite_predictions(data.crfsuite_X,
                                                                 data.y_labelled, held))
-    gp = GraphPropagation(graph=data.graph, **gp_params).fit(X_pool, y_pool)
+    gp = GraphPropagation(graph=data.graph, max_iterations=GP_MAX_ITERATIONS).fit(X_pool, y_pool)
     rows["GP"] = data.score(gp.transduction_[n_labelled:])
     gp_crf = CRF(c2=c2).fit(X_pool, gp.transduction_)
     rows["GP->CRF"] = data.score(gp_crf.predict(unlabelled), inductive(gp_crf))
@@ -375,7 +377,7 @@ def pos_draw(draw, sentences, tags, settings):
     graph_seconds = time.perf_counter() - started
     data = Draw(X_pool, [tags[i] for i in pool[:n_labelled]], gold, graph, score, X_pool,
                 POS_FEATURES.fit_transform([sentences[i] for i in held]))
-    record = run_draw(data, settings, {"decoding": "posterior"}, {})
+    record = run_draw(data, settings, {"decoding": "posterior"})
     record["timings"]["graph"] = graph_seconds
     record.update(n_unseen=int(unseen.sum()), n_vertices=graph.n_vertices)
     return record
@@ -417,7 +419,7 @@ def ocr_draw(draw, images, labels, graph_vectors, settings):
                       **KNN_SETTINGS)
     graph_seconds = time.perf_counter() - started
     data = Draw(X_pool, [labels[i] for i in labelled], gold, graph, score, pixel_dicts(X_pool))
-    record = run_draw(data, settings, {}, {"max_iterations": 10_000})
+    record = run_draw(data, settings, {})
     record["timings"]["graph"] = graph_seconds
     return record
 
