@@ -22,6 +22,7 @@ from .inference import chain_lattice
 from .inference.entropy import position_entropies
 from .metrics import span_f1_score
 from .packing import PackedSequences
+from .parameters import transition_potentials
 
 __all__ = ["BaseCRF", "BestIterate", "featurise_training_input", "unlabelled_sequences"]
 
@@ -121,7 +122,8 @@ class BaseCRF(BaseEstimator):
         """Run a prediction kernel (`decode` or `posterior_marginals`) on featurised input."""
         packed = PackedSequences(sequences.matrix, sequences.lengths)
         with single_threaded_blas():
-            return kernel(packed, packed.unary(self.state_weights_), self.transition_weights_)
+            return kernel(packed, packed.unary(self.state_weights_),
+                          self._transition_potentials())
 
     def _dev_scorer(self, X_dev, y_dev, layout):
         """Callback giving the dev token accuracy and span F1 of the current weights."""
@@ -226,7 +228,7 @@ class BaseCRF(BaseEstimator):
         -------
         entropies : ndarray of shape (n_sequences,)
         """
-        sequences, _, conditional = self._token_entropies(X)
+        sequences, _, _, conditional = self._token_entropies(X)
         return np.bincount(np.repeat(np.arange(len(sequences)), sequences.lengths),
                            weights=conditional, minlength=len(sequences))
 
@@ -244,7 +246,7 @@ class BaseCRF(BaseEstimator):
         entropies : list of lists of float
             ``H(Y_start, ..., Y_{stop-1} | x_i)`` for each span, in nats.
         """
-        sequences, node, cumulative = self._span_entropy_tables(X)
+        sequences, *tables = self._span_entropy_tables(X)
         if len(spans) != len(sequences):
             raise ValueError(f"spans has {len(spans)} entries for {len(sequences)} sequences")
         result = []
@@ -256,7 +258,8 @@ class BaseCRF(BaseEstimator):
                     raise ValueError(f"span ({start}, {stop}) of sequence {i} is not within "
                                      f"its {length} tokens")
                 first, last = offset + start, offset + stop - 1
-                entropies.append(float(node[first] + cumulative[last] - cumulative[first]))
+                entropies.append(float(self._span_entropies(
+                    *tables, np.array([first]), np.array([last]))[0]))
             result.append(entropies)
         return result
 
@@ -276,7 +279,7 @@ class BaseCRF(BaseEstimator):
         """
         if not isinstance(width, (int, np.integer)) or width < 1:
             raise ValueError(f"width must be a positive int, got {width!r}")
-        sequences, node, cumulative = self._span_entropy_tables(X)
+        sequences, *tables = self._span_entropy_tables(X)
         result = []
         for offset, length in zip(sequences.offsets[:-1], sequences.lengths):
             if length == 0:
@@ -284,29 +287,36 @@ class BaseCRF(BaseEstimator):
                 continue
             span = min(width, length)
             firsts = offset + np.arange(length - span + 1)
-            entropies = node[firsts] + cumulative[firsts + span - 1] - cumulative[firsts]
+            entropies = self._span_entropies(*tables, firsts, firsts + span - 1)
             best = int(entropies.argmax())
             result.append((best, best + span, float(entropies[best])))
         return result
 
     def _token_entropies(self, X):
-        """Per-token ``H(Y_t | x)`` and ``H(Y_t | Y_{t-1}, x)`` (``H(Y_0 | x)`` first)."""
+        """Per-token entropies: `inference.entropy.position_entropies` in token order."""
         sequences = self._transform(X)
         if sequences.n_tokens == 0:
             return sequences, np.zeros(0), np.zeros(0)
         packed = PackedSequences(sequences.matrix, sequences.lengths)
         with single_threaded_blas():
-            lattice = chain_lattice(packed.unary(self.state_weights_), self.transition_weights_,
-                                    packed.layout)
-            node, conditional = position_entropies(lattice)
-        return sequences, packed.unpack(node), packed.unpack(conditional)
+            lattice = chain_lattice(packed.unary(self.state_weights_),
+                                    self._transition_potentials(), packed.layout)
+            entropies = position_entropies(lattice)
+        return (sequences, *map(packed.unpack, entropies))
 
     def _span_entropy_tables(self, X):
-        # A span's entropy is node[first] + (cumulative[last] - cumulative[first]): the sum of
-        # the conditional entropies after its first token. Both indices lie in one sequence,
-        # so a cumulative sum over all tokens serves.
-        sequences, node, conditional = self._token_entropies(X)
-        return sequences, node, np.cumsum(conditional)
+        # A span's entropy is node[first] + pair[first + 1] + (cumulative[last] -
+        # cumulative[first + 1]): the chain rule's terms (`position_entropies`). All indices
+        # lie in one sequence, so a cumulative sum over all tokens serves.
+        sequences, node, pair, conditional = self._token_entropies(X)
+        return sequences, node, pair, np.cumsum(conditional)
+
+    @staticmethod
+    def _span_entropies(node, pair, cumulative, firsts, lasts):
+        """Entropies of the spans of tokens ``firsts[k]..lasts[k]`` (arrays of indices)."""
+        second = np.minimum(firsts + 1, lasts)
+        return (node[firsts] + np.where(lasts > firsts, pair[second], 0.0)
+                + cumulative[lasts] - cumulative[second])
 
     # -- fitted attributes in sklearn-crfsuite's form -------------------------------------
 
@@ -323,13 +333,34 @@ class BaseCRF(BaseEstimator):
 
     @property
     def transition_features_(self):
-        """``{(label_from, label_to): weight}`` of every non-zero transition weight."""
+        """``{(label_from, label_to): weight}`` of every non-zero transition weight; at order
+        2 also ``{(h, i, j): weight}`` of label triples (``h`` None for a sequence's first
+        two labels) and ``{(h, None, j): weight}`` of skip-bigrams."""
         check_is_fitted(self, "transition_weights_")
-        rows, cols = np.nonzero(self.transition_weights_)
-        return {
-            (self.classes_[r], self.classes_[c]): float(self.transition_weights_[r, c])
-            for r, c in zip(rows.tolist(), cols.tolist())
-        }
+        names = list(self.classes_) + [None]
+        features = {}
+        for weights, key in [
+            (self.transition_weights_, lambda i, j: (names[i], names[j])),
+            (self.trigram_weights_, lambda h, i, j: (names[h], names[i], names[j])),
+            (self.skip_weights_, lambda h, j: (names[h], None, names[j])),
+        ]:
+            if weights is not None:
+                for index in zip(*(axis.tolist() for axis in np.nonzero(weights))):
+                    features[key(*index)] = float(weights[index])
+        return features
+
+    def _set_weight_blocks(self, blocks):
+        """Fitted weights from `WeightLayout.blocks`: W, bigram and, at order 2, trigram and
+        skip-bigram weights."""
+        state, transition, *second_order = (np.array(block) for block in blocks)
+        self.state_weights_, self.transition_weights_ = state, transition
+        self.trigram_weights_, self.skip_weights_ = second_order or (None, None)
+        self.size_ = sum(block.nbytes for block in [state, transition, *second_order])
+
+    def _transition_potentials(self):
+        """The kernels' transition potentials of the fitted weights."""
+        return transition_potentials(self.transition_weights_, self.trigram_weights_,
+                                     self.skip_weights_)
 
 
 class BestIterate:

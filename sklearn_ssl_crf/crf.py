@@ -11,8 +11,8 @@ from ._threads import single_threaded_blas
 from .base import BaseCRF
 from .objectives import log_likelihood
 from .optim import minimize_lbfgs
-from .packing import ChunkedSequences
-from .parameters import WeightLayout
+from .packing import CHUNK_TOKENS, ChunkedSequences
+from .parameters import WeightLayout, transition_masks
 
 __all__ = ["CRF"]
 
@@ -25,7 +25,11 @@ class CRF(BaseCRF):
     fitted model is plain NumPy arrays.
 
     It maximises ``sum_i log p(y_i | x_i) - c1 * ||w||_1 - c2 * ||w||^2`` over state weights
-    (attribute x label) and transition weights (label x label).
+    (attribute x label) and transition weights (label x label). With ``order=2`` the
+    transitions also have weights for label triples ``(y_{t-2}, y_{t-1}, y_t)`` (and for the
+    first two labels of a sequence) and skip-bigrams ``(y_{t-2}, y_t)``, the bigrams acting as
+    their back-offs, as in the CRF of He, Gillenwater & Taskar (2013); inference then costs
+    O(S^3) per token instead of O(S^2).
 
     Parameters
     ----------
@@ -35,6 +39,14 @@ class CRF(BaseCRF):
         L1 strength; trained with OWL-QN as CRFsuite does, giving exact zeros.
     c2 : float, default=1.0
         L2 strength, CRFsuite's scaling: the penalty is ``c2 * ||w||^2``.
+    order : {1, 2}, default=1
+        Order of the label chain. 2 pays where label sequences have structure beyond pairs
+        and there are few labels (handwritten letters); it costs about S times more per
+        iteration.
+    c2_transitions : float, default=None
+        L2 strength of the transition weights (all orders); None: ``c2``. A weaker prior on
+        transitions than on emissions is what He et al.'s discount of emission features
+        amounts to.
     max_iterations : int, default=None
         Maximum number of L-BFGS iterations; None: until a stopping rule fires.
     num_memories : int, default=6
@@ -73,10 +85,18 @@ class CRF(BaseCRF):
     state_weights_ : ndarray of shape (num_attributes_, n_labels)
     transition_weights_ : ndarray of shape (n_labels, n_labels)
         ``transition_weights_[i, j]``: weight of label ``i`` followed by label ``j``.
+    trigram_weights_ : ndarray of shape (n_labels + 1, n_labels, n_labels) or None
+        Order 2: ``trigram_weights_[h, i, j]``, weight of labels ``h, i, j`` in a row;
+        ``trigram_weights_[n_labels, i, j]``, weight of ``i, j`` as the first two labels.
+        None at order 1.
+    skip_weights_ : ndarray of shape (n_labels, n_labels) or None
+        Order 2: ``skip_weights_[h, j]``, weight of label ``h`` two positions before ``j``.
     state_features_ : dict
         ``{(attribute, label): weight}`` of the non-zero state weights.
     transition_features_ : dict
-        ``{(label_from, label_to): weight}`` of the non-zero transition weights.
+        ``{(label_from, label_to): weight}`` of the non-zero transition weights; at order 2
+        also ``{(h, i, j): weight}`` for triples (``h`` None for the first two labels) and
+        ``{(h, None, j): weight}`` for skip-bigrams.
     size_ : int
         Bytes taken by the weights.
     training_log_ : list of dict
@@ -106,6 +126,8 @@ class CRF(BaseCRF):
         "algorithm": [StrOptions({"lbfgs"})],
         "c1": [Interval(Real, 0, None, closed="left")],
         "c2": [Interval(Real, 0, None, closed="left")],
+        "order": [Interval(Integral, 1, 2, closed="both")],
+        "c2_transitions": [Interval(Real, 0, None, closed="left"), None],
         "max_iterations": [Interval(Integral, 0, None, closed="left"), None],
         "num_memories": [Interval(Integral, 1, None, closed="left")],
         "epsilon": [Interval(Real, 0, None, closed="left")],
@@ -123,6 +145,8 @@ class CRF(BaseCRF):
         algorithm="lbfgs",
         c1=0.0,
         c2=1.0,
+        order=1,
+        c2_transitions=None,
         max_iterations=None,
         num_memories=6,
         epsilon=1e-5,
@@ -137,6 +161,8 @@ class CRF(BaseCRF):
         self.algorithm = algorithm
         self.c1 = c1
         self.c2 = c2
+        self.order = order
+        self.c2_transitions = c2_transitions
         self.max_iterations = max_iterations
         self.num_memories = num_memories
         self.epsilon = epsilon
@@ -168,7 +194,7 @@ class CRF(BaseCRF):
         _check_dev_pair(X_dev, y_dev)
         data = self._packed_training_data(X, y)
         layout = self._weight_layout(data)
-        objective = _penalised_negative_log_likelihood(data, layout, self.c2)
+        objective = _penalised_negative_log_likelihood(data, layout, self._l2(layout))
         callback = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
         result = self._minimize(objective, np.zeros(layout.size), callback)
         self._set_fitted_weights(result, layout)
@@ -193,29 +219,40 @@ class CRF(BaseCRF):
             )
 
     def _set_fitted_weights(self, result, layout):
-        state, transition = layout.unpack(result.x)
-        self.state_weights_ = np.array(state)
-        self.transition_weights_ = np.array(transition)
+        self._set_weight_blocks(layout.blocks(result.x))
         self.training_log_ = result.log
         self.n_iter_ = result.n_iter
         self.termination_condition_ = result.termination_condition
-        self.size_ = self.state_weights_.nbytes + self.transition_weights_.nbytes
+
+    def _l2(self, layout):
+        """The L2 strength of every parameter (`WeightLayout.l2_strengths`)."""
+        return layout.l2_strengths(self.c2, self.c2_transitions)
+
+    def _chunked(self, sequences, labels=None, **kwargs):
+        """Sequences packed in chunks for this model's order; a second-order chain's work
+        arrays hold S^2 values per token, so its chunks are S / 4 times smaller."""
+        n_labels = len(self.classes_)
+        chunk_tokens = None if self.order == 1 else max(1000, CHUNK_TOKENS * 4 // n_labels)
+        return ChunkedSequences(sequences, labels, n_labels, n_jobs=self.n_jobs,
+                                chunk_tokens=chunk_tokens, order=self.order, **kwargs)
 
     def _packed_training_data(self, X, y):
         # A method of its own so that the unpacked feature matrix is freed before training.
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
         if labelled.size < len(sequences):
             sequences = sequences[labelled]
-        return ChunkedSequences(sequences, codes, len(self.classes_), n_jobs=self.n_jobs)
+        return self._chunked(sequences, codes)
 
     def _weight_layout(self, data):
         n_labels = len(self.classes_)
-        state_mask = transition_mask = None
+        masks = {}
         if not self.all_possible_states:
-            state_mask = sum(_label_cooccurrence(chunk, n_labels) for chunk in data.chunks) != 0
+            masks["state_mask"] = sum(_label_cooccurrence(chunk, n_labels)
+                                      for chunk in data.chunks) != 0
         if not self.all_possible_transitions:
-            transition_mask = sum(chunk.transition_counts for chunk in data.chunks) > 0
-        return WeightLayout(self.num_attributes_, n_labels, state_mask, transition_mask)
+            masks.update(transition_masks(sum(chunk.transition_counts
+                                              for chunk in data.chunks)))
+        return WeightLayout(self.num_attributes_, n_labels, order=self.order, **masks)
 
 
 def _check_dev_pair(X_dev, y_dev):
@@ -241,8 +278,9 @@ def _chunk_log_likelihood(chunk, workspace, state, transition):
 
 
 def _penalised_negative_log_likelihood(data, layout, c2):
-    """``theta -> (value, gradient)`` of ``-log-likelihood + c2 * ||theta||^2`` over the
-    chunks of ``data`` (a `ChunkedSequences`)."""
+    """``theta -> (value, gradient)`` of ``-log-likelihood + sum c2 * theta^2`` over the
+    chunks of ``data`` (a `ChunkedSequences`); ``c2`` is a float or one strength per
+    parameter."""
 
     def objective(theta):
         state, transition = layout.unpack(theta)
@@ -251,6 +289,11 @@ def _penalised_negative_log_likelihood(data, layout, c2):
         # In place: on a million weights every temporary array counts.
         np.negative(gradient, out=gradient)
         gradient += 2.0 * c2 * theta
-        return -value + c2 * (theta @ theta), gradient
+        return -value + l2_penalty(theta, c2), gradient
 
     return objective
+
+
+def l2_penalty(theta, c2):
+    """``sum c2 * theta^2``, ``c2`` a float or one strength per parameter."""
+    return float(theta @ (c2 * theta)) if np.ndim(c2) else c2 * float(theta @ theta)

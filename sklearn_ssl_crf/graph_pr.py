@@ -37,7 +37,6 @@ from .crf import CRF, _check_dev_pair, _penalised_negative_log_likelihood
 from .decoding import decode, posterior_marginals
 from .graph import SimilarityGraph, resolve_graph
 from .objectives import log_partition
-from .packing import ChunkedSequences
 from .penalties import GraphLaplacianPenalty
 
 __all__ = ["GraphPRCRF"]
@@ -100,7 +99,8 @@ class GraphPRCRF(CRF):
         How labels are read from a model: the best sequence, or the most probable label of
         each token (max marginals, as in the paper). Used by ``predict``, the dev scores
         and ``transduction_``.
-    algorithm, c1, c2, max_iterations, num_memories, epsilon, period, delta, min_freq, \
+    algorithm, c1, c2, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
+delta, min_freq, \
 all_possible_states, all_possible_transitions, verbose
         As in `CRF`; they apply to the supervised start and to every M-step
         (``max_iterations`` bounds each; see also ``mstep_iterations``). ``verbose`` also
@@ -185,6 +185,8 @@ all_possible_states, all_possible_transitions, verbose
         algorithm="lbfgs",
         c1=0.0,
         c2=1.0,
+        order=1,
+        c2_transitions=None,
         max_iterations=None,
         num_memories=6,
         epsilon=1e-5,
@@ -197,7 +199,8 @@ all_possible_states, all_possible_transitions, verbose
         n_jobs=None,
     ):
         super().__init__(
-            algorithm=algorithm, c1=c1, c2=c2, max_iterations=max_iterations,
+            algorithm=algorithm, c1=c1, c2=c2, order=order, c2_transitions=c2_transitions,
+            max_iterations=max_iterations,
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
@@ -239,16 +242,15 @@ all_possible_states, all_possible_transitions, verbose
         self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key)
         unlabelled = unlabelled_sequences(sequences, labelled)
         penalty = self._graph_penalty(sequences, labelled, unlabelled, codes)
-        labelled_data = ChunkedSequences(sequences[labelled], codes, len(self.classes_),
-                                         n_jobs=self.n_jobs)
-        unlabelled_data = ChunkedSequences(sequences[unlabelled], groups=penalty.token_groups,
-                                           n_groups=penalty.n_groups, n_jobs=self.n_jobs)
+        labelled_data = self._chunked(sequences[labelled], codes)
+        unlabelled_data = self._chunked(sequences[unlabelled], groups=penalty.token_groups,
+                                        n_groups=penalty.n_groups)
         del sequences
 
         layout = self._weight_layout(labelled_data)
         dev = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
         supervised = self._minimize(
-            _penalised_negative_log_likelihood(labelled_data, layout, self.c2),
+            _penalised_negative_log_likelihood(labelled_data, layout, self._l2(layout)),
             np.zeros(layout.size), dev)
         log = [dict(entry, phase="supervised") for entry in supervised.log]
         em = _ExpectationMaximisation(self, labelled_data, unlabelled_data, penalty, layout)
@@ -326,7 +328,8 @@ class _ExpectationMaximisation:
         self.model, self.penalty, self.layout = model, penalty, layout
         self.labelled_data, self.unlabelled_data = labelled_data, unlabelled_data
         self.weight, self.lam = model.unlabeled_weight, model.lam
-        self.supervised = _penalised_negative_log_likelihood(labelled_data, layout, model.c2)
+        self.supervised = _penalised_negative_log_likelihood(labelled_data, layout,
+                                                             model._l2(layout))
         self.n_labels = len(model.classes_)
         self.n_iter, self.termination_condition = 0, "no unlabelled sequence"
 

@@ -29,8 +29,8 @@ from .inference import Workspace, chain_statistics
 from .objectives import label_count_gradient, log_likelihood, unlabelled_terms
 from .optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from .optim.transforms import TRANSFORMS
-from .packing import PackedSequences
-from .parameters import WeightLayout
+from .packing import PackedSequences, transition_counts
+from .parameters import WeightLayout, transition_masks
 from .penalties import LabelProportionPenalty
 from .semi_supervised import target_proportions
 
@@ -66,6 +66,10 @@ class NaturalGradientCRF(BaseCRF):
     c2 : float, default=1.0
         L2 strength, CRFsuite's scaling (``c2 * ||w||^2``; per sequence
         ``lam = 2 * c2 / N``).
+    order : {1, 2}, default=1
+        Order of the label chain (see `CRF`).
+    c2_transitions : float, default=None
+        L2 strength of the transition weights; None: ``c2``.
     max_iterations : int, default=None
         Maximum number of epochs; None: 1000, as CRFsuite.
     period : int, default=10
@@ -137,6 +141,8 @@ class NaturalGradientCRF(BaseCRF):
         "update": [StrOptions(set(TRANSFORMS))],
         "eps": [Interval(Real, 0, None, closed="neither")],
         "c2": [Interval(Real, 0, None, closed="left")],
+        "order": [Interval(Integral, 1, 2, closed="both")],
+        "c2_transitions": [Interval(Real, 0, None, closed="left"), None],
         "max_iterations": [Interval(Integral, 0, None, closed="left"), None],
         "period": [Interval(Integral, 0, None, closed="left")],
         "delta": [Interval(Real, 0, None, closed="left")],
@@ -163,6 +169,8 @@ class NaturalGradientCRF(BaseCRF):
         update="arctan",
         eps=1.0,
         c2=1.0,
+        order=1,
+        c2_transitions=None,
         max_iterations=None,
         period=10,
         delta=1e-6,
@@ -186,6 +194,8 @@ class NaturalGradientCRF(BaseCRF):
         self.update = update
         self.eps = eps
         self.c2 = c2
+        self.order = order
+        self.c2_transitions = c2_transitions
         self.max_iterations = max_iterations
         self.period = period
         self.delta = delta
@@ -248,19 +258,21 @@ class NaturalGradientCRF(BaseCRF):
             if samples.n_samples > labelled.size:
                 phases.append(("semi-supervised", samples))
         trainer = self._new_trainer(supervised, rng)
-        layout = WeightLayout(self.num_attributes_, len(self.classes_))
+        # The trainer's (W, T) laid end to end are this layout's parameter vector.
+        layout = WeightLayout(self.num_attributes_, len(self.classes_), order=self.order)
         callback = None
         if X_dev is not None:
             scorer = self._dev_scorer(X_dev, y_dev, layout)
 
             def callback(epoch, current):
-                return scorer(epoch, layout.pack(*current.weights()))
+                return scorer(epoch, np.concatenate([weights.ravel()
+                                                     for weights in current.weights()]))
 
         max_epochs = 1000 if self.max_iterations is None else self.max_iterations
         log = []
         n_iter = 0
         for phase, data in phases:
-            trainer.lam = 2.0 * self.c2 / data.n_samples
+            self._set_l2(trainer, data.n_samples)
             with single_threaded_blas():
                 result = minimize_sgd(trainer, data.gradient,
                                       lambda data=data: self._epoch_batches(data, rng),
@@ -328,7 +340,7 @@ class NaturalGradientCRF(BaseCRF):
         # A stream's sequences count as new data: after one pass over N of them the penalty
         # is c2 ||w||^2, as in fit.
         self._n_seen += samples.n_samples
-        trainer.lam = 2.0 * self.c2 / self._n_seen
+        self._set_l2(trainer, self._n_seen)
         trainer.grow(self.num_attributes_)
         if not self.all_possible_states or not self.all_possible_transitions:
             state_mask, transition_mask = self._masks(samples)
@@ -378,7 +390,7 @@ class NaturalGradientCRF(BaseCRF):
             unlabelled = unlabelled_sequences(sequences, labelled)
         return _Samples(sequences[np.concatenate([labelled, unlabelled])], labelled.size,
                         codes, len(self.classes_), self.gamma, self.proportion_weight,
-                        getattr(self, "target_proportions_", None), prepared)
+                        getattr(self, "target_proportions_", None), prepared, self.order)
 
     def _epoch_batches(self, samples, rng):
         """The batches of one epoch, in order. Single sequences come in a new random order
@@ -402,22 +414,28 @@ class NaturalGradientCRF(BaseCRF):
         if self.all_possible_states and self.all_possible_transitions:
             return None, None
         labelled = samples.labelled_packed()
+        n_labels = len(self.classes_)
         state = transition = None
         if not self.all_possible_states:
-            state = _label_cooccurrence(labelled, len(self.classes_)) != 0
+            state = _label_cooccurrence(labelled, n_labels) != 0
         if not self.all_possible_transitions:
-            transition = labelled.transition_counts > 0
+            # In the trainer's layout: the transition blocks' rows one after another.
+            transition = np.concatenate([
+                mask.reshape(-1, n_labels)
+                for mask in transition_masks(labelled.transition_counts).values()])
         return state, transition
 
     def _new_trainer(self, samples, rng):
         """A trainer with zero weights and ``eta0`` given or calibrated."""
         n_labels = len(self.classes_)
-        lam = 2.0 * self.c2 / max(samples.n_samples, 1)
         state_mask, transition_mask = self._masks(samples)
+        transition_rows = samples.transition_layout.size // n_labels
 
         def make_trainer(eta0):
-            return SGDTrainer(self.num_attributes_, n_labels, self.update, self.eps, lam,
-                              eta0, state_mask, transition_mask)
+            trainer = SGDTrainer(self.num_attributes_, n_labels, self.update, self.eps, 0.0,
+                                 eta0, state_mask, transition_mask, transition_rows)
+            self._set_l2(trainer, max(samples.n_samples, 1))
+            return trainer
 
         self.calibration_log_ = []
         if self.eta0 is not None:
@@ -433,9 +451,16 @@ class NaturalGradientCRF(BaseCRF):
                 max_trials=self.calibration_max_trials, verbose=self.verbose)
         return make_trainer(self.eta0_)
 
+    def _set_l2(self, trainer, n_samples):
+        """The trainer's L2 strengths per sequence for ``n_samples`` sequences."""
+        trainer.lam = 2.0 * self.c2 / n_samples
+        trainer.lam_transitions = (None if self.c2_transitions is None
+                                   else 2.0 * self.c2_transitions / n_samples)
+
     def _set_weights(self, trainer):
-        self.state_weights_, self.transition_weights_ = trainer.weights()
-        self.size_ = self.state_weights_.nbytes + self.transition_weights_.nbytes
+        state, transition = trainer.weights()
+        layout = WeightLayout(0, len(self.classes_), order=self.order)
+        self._set_weight_blocks([state, *layout.blocks(transition.ravel())[1:]])
 
 
 
@@ -469,8 +494,12 @@ class _Samples:
     """
 
     def __init__(self, sequences, n_labelled, codes, n_labels, gamma, proportion_weight,
-                 target, prepared=None):
+                 target, prepared=None, order=1):
         self.sequences, self.n_labelled, self.codes = sequences, n_labelled, codes
+        self.order = order
+        # The trainer's transition rows, raveled, are this layout's parameters (no W).
+        self.transition_layout = WeightLayout(0, n_labels, order=order)
+        self._no_state = np.zeros((0, n_labels))
         self.n_labels, self.gamma, self.proportion_weight = n_labels, gamma, proportion_weight
         self.target = target
         unlabelled_lengths = sequences.lengths[n_labelled:]
@@ -488,19 +517,21 @@ class _Samples:
         rows = self.sequences.offsets[self.n_labelled]
         return PackedSequences(self.sequences.matrix[:rows],
                                self.sequences.lengths[:self.n_labelled], self.codes,
-                               self.n_labels)
+                               self.n_labels, order=self.order)
 
     def _prepare(self, i):
         """Attributes of labelled sequence ``i``, its feature matrix over them and its
         transpose (CSR both), its gold entries of the (n, S) unary array, and its gold
-        transitions (flat indices into (S, S), counts)."""
+        transitions (flat indices into the transition potentials, counts)."""
         first, stop = self.sequences.offsets[i], self.sequences.offsets[i + 1]
         columns, local = _local_matrix(self.sequences.matrix[first:stop])
         n_labels = self.n_labels
         labels = self.codes[first:stop]
         gold = np.arange(labels.size) * n_labels + labels
-        pairs, counts = np.unique(labels[:-1] * n_labels + labels[1:], return_counts=True)
-        return columns, local, local.T.tocsr(), gold, pairs, counts.astype(np.float64)
+        all_counts = transition_counts(labels, np.array([labels.size]), n_labels, self.order)
+        entries = np.flatnonzero(all_counts)
+        return (columns, local, local.T.tocsr(), gold, entries,
+                all_counts.ravel()[entries].astype(np.float64))
 
     def _prepare_batch(self, batch):
         """Attributes of the sequences ``batch``, and its labelled and unlabelled sequences
@@ -515,7 +546,7 @@ class _Samples:
             offsets = self.sequences.offsets
             labels = np.concatenate([self.codes[offsets[i]:offsets[i + 1]] for i in labelled])
             labelled_packed = PackedSequences(local[:split], part.lengths[:labelled.size],
-                                              labels, self.n_labels)
+                                              labels, self.n_labels, order=self.order)
         if unlabelled.size:
             unlabelled_packed = PackedSequences(local[split:], part.lengths[labelled.size:])
         return columns, labelled_packed, unlabelled_packed
@@ -533,19 +564,29 @@ class _Samples:
             prepared = self._prepared_batches[key] = self._prepare_batch(batch)
         return self._batch_gradient(trainer, prepared)
 
+    def _potentials(self, trainer):
+        """The transition potentials of the trainer's transition weights."""
+        return self.transition_layout.unpack(trainer.transition.ravel())[1]
+
+    def _transition_gradient(self, d_potentials):
+        """A gradient w.r.t. the transition potentials as one w.r.t. the trainer's transition
+        weights."""
+        return self.transition_layout.pack(self._no_state, d_potentials).reshape(
+            -1, self.n_labels)
+
     def _sequence_gradient(self, trainer, prepared):
-        columns, local, local_t, gold, pairs, counts = prepared
+        columns, local, local_t, gold, entries, counts = prepared
         unary = local @ trainer.state_rows(columns)
-        transition = trainer.transition_weights()
+        transition = self._potentials(trainer)
         log_z, d_unary, d_transition = chain_statistics(unary, transition)
-        loss = log_z - unary.ravel()[gold].sum() - transition.ravel()[pairs] @ counts
+        loss = log_z - unary.ravel()[gold].sum() - transition.ravel()[entries] @ counts
         d_unary.ravel()[gold] -= 1.0
-        d_transition.ravel()[pairs] -= counts
-        return loss, columns, local_t @ d_unary, d_transition
+        d_transition.ravel()[entries] -= counts
+        return loss, columns, local_t @ d_unary, self._transition_gradient(d_transition)
 
     def _batch_gradient(self, trainer, prepared):
         columns, labelled, unlabelled = prepared
-        state, transition = trainer.state_rows(columns), trainer.transition_weights()
+        state, transition = trainer.state_rows(columns), self._potentials(trainer)
         d_state = np.zeros_like(state)
         d_transition = np.zeros_like(transition)
         loss = 0.0
@@ -558,7 +599,7 @@ class _Samples:
         if unlabelled is not None:
             loss += self._unlabelled_terms(unlabelled, state, transition, d_state,
                                            d_transition)
-        return loss, columns, d_state, d_transition
+        return loss, columns, d_state, self._transition_gradient(d_transition)
 
     def _unlabelled_terms(self, packed, state, transition, d_state, d_transition):
         """Adds the unlabelled terms' gradient to ``d_state``, ``d_transition``; returns

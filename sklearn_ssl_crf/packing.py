@@ -20,7 +20,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from .inference import ChainLayout, Workspace
 from .penalties import group_indicator
 
-__all__ = ["PackedSequences", "ChunkedSequences", "CHUNK_TOKENS"]
+__all__ = ["PackedSequences", "ChunkedSequences", "CHUNK_TOKENS", "transition_counts"]
 
 #: Tokens per chunk: large enough for NumPy to work on big blocks, small enough that a
 #: chunk's work arrays (a few of tokens x labels) stay a small part of memory.
@@ -44,6 +44,8 @@ class PackedSequences:
         ``matrix``, for penalties on grouped marginals (`penalties`).
     n_groups : int, default=None
         Needed with ``groups``.
+    order : {1, 2}, default=1
+        Order of the chains, for ``transition_counts``.
 
     Attributes
     ----------
@@ -53,7 +55,9 @@ class PackedSequences:
     labels : ndarray or None
         Labels in packed order.
     transition_counts : ndarray of shape (n_labels, n_labels) or None
-        How often label ``i`` is followed by label ``j`` in the labelled sequences.
+        How often label ``i`` is followed by label ``j`` in the labelled sequences; at order
+        2, of shape (n_labels + 1, n_labels, n_labels), the counts of the transition
+        tensor's entries (`inference.second_order`).
     label_index : ndarray of int64 or None
         Index of every token's label in a raveled (n_tokens, n_labels) array.
     group_matrix : scipy.sparse.csr_matrix of shape (n_groups, n_tokens) or None
@@ -61,7 +65,7 @@ class PackedSequences:
     """
 
     def __init__(self, matrix, lengths, labels=None, n_labels=None, groups=None,
-                 n_groups=None):
+                 n_groups=None, order=1):
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.layout = ChainLayout(self.lengths)
         self.matrix = matrix[self.layout.order]
@@ -69,7 +73,7 @@ class PackedSequences:
         if labels is not None:
             labels = np.asarray(labels, dtype=np.int64)
             self.labels = labels[self.layout.order]
-            self.transition_counts = _transition_counts(labels, self.lengths, n_labels)
+            self.transition_counts = transition_counts(labels, self.lengths, n_labels, order)
             self.label_index = np.arange(self.labels.size) * n_labels + self.labels
         self.group_matrix = None
         if groups is not None:
@@ -117,6 +121,8 @@ class ChunkedSequences:
         receiving copies, and this object maps them too, so the data is held once.
     chunk_tokens : int, default=None
         None: `CHUNK_TOKENS`.
+    order : {1, 2}, default=1
+        Order of the chains (`PackedSequences`).
 
     Attributes
     ----------
@@ -124,7 +130,7 @@ class ChunkedSequences:
     """
 
     def __init__(self, sequences, labels=None, n_labels=None, groups=None, n_groups=None,
-                 n_jobs=None, chunk_tokens=None):
+                 n_jobs=None, chunk_tokens=None, order=1):
         self.chunks = []
         offsets = sequences.offsets
         for first, stop in _chunk_bounds(offsets, chunk_tokens or CHUNK_TOKENS):
@@ -132,7 +138,7 @@ class ChunkedSequences:
             self.chunks.append(PackedSequences(
                 sequences.matrix[rows], sequences.lengths[first:stop],
                 None if labels is None else labels[rows], n_labels,
-                None if groups is None else groups[rows], n_groups,
+                None if groups is None else groups[rows], n_groups, order,
             ))
         self.n_jobs = n_jobs
         self._workspace = Workspace()
@@ -245,8 +251,20 @@ def _chunk_bounds(offsets, chunk_tokens):
     return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
 
 
-def _transition_counts(labels, lengths, n_labels):
-    follows = np.ones(labels.size, dtype=bool)
-    follows[np.concatenate([[0], np.cumsum(lengths)[:-1]])[lengths > 0]] = False
-    pairs = labels[:-1][follows[1:]] * n_labels + labels[1:][follows[1:]]
-    return np.bincount(pairs, minlength=n_labels * n_labels).reshape(n_labels, n_labels)
+def transition_counts(labels, lengths, n_labels, order=1):
+    """Counts of each transition potential's entry in labelled sequences laid end to end:
+    shape (n_labels, n_labels) at order 1, (n_labels + 1, n_labels, n_labels) at order 2
+    (`inference.second_order`)."""
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[lengths > 0]
+    # position[k]: position of token k in its sequence
+    position = np.arange(labels.size) - np.repeat(starts, lengths[lengths > 0])
+    if order == 1:
+        later = np.flatnonzero(position >= 1)
+        entries = labels[later - 1] * n_labels + labels[later]
+        return np.bincount(entries, minlength=n_labels ** 2).reshape(n_labels, n_labels)
+    later = np.flatnonzero(position >= 1)
+    # y_{t-2}, with the start (index n_labels) at position 1
+    before = np.where(position[later] >= 2, labels[np.maximum(later - 2, 0)], n_labels)
+    entries = (before * n_labels + labels[later - 1]) * n_labels + labels[later]
+    return np.bincount(entries, minlength=(n_labels + 1) * n_labels ** 2).reshape(
+        n_labels + 1, n_labels, n_labels)

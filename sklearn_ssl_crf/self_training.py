@@ -11,7 +11,7 @@ from ._validation import concatenate_inputs
 from .base import unlabelled_sequences
 from .crf import CRF, _check_dev_pair, _penalised_negative_log_likelihood
 from .decoding import decode
-from .packing import ChunkedSequences, PackedSequences
+from .packing import PackedSequences
 
 __all__ = ["SelfTrainingCRF"]
 
@@ -29,7 +29,8 @@ class SelfTrainingCRF(CRF):
     ----------
     max_rounds : int, default=10
         Maximum number of retraining rounds after the first supervised fit.
-    algorithm, c1, c2, max_iterations, num_memories, epsilon, period, delta, min_freq, \
+    algorithm, c1, c2, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
+delta, min_freq, \
 all_possible_states, all_possible_transitions, verbose, n_jobs
         As in `CRF`, for every round.
 
@@ -56,6 +57,8 @@ all_possible_states, all_possible_transitions, verbose, n_jobs
         algorithm="lbfgs",
         c1=0.0,
         c2=1.0,
+        order=1,
+        c2_transitions=None,
         max_iterations=None,
         num_memories=6,
         epsilon=1e-5,
@@ -68,7 +71,8 @@ all_possible_states, all_possible_transitions, verbose, n_jobs
         n_jobs=None,
     ):
         super().__init__(
-            algorithm=algorithm, c1=c1, c2=c2, max_iterations=max_iterations,
+            algorithm=algorithm, c1=c1, c2=c2, order=order, c2_transitions=c2_transitions,
+            max_iterations=max_iterations,
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
@@ -99,10 +103,8 @@ all_possible_states, all_possible_transitions, verbose, n_jobs
         to_label = sequences[unlabelled]
         del sequences
         unlabelled_packed = PackedSequences(to_label.matrix, to_label.lengths)
-        n_labels = len(self.classes_)
 
-        data = ChunkedSequences(train[np.arange(labelled.size)], codes, n_labels,
-                                n_jobs=self.n_jobs)
+        data = self._chunked(train[np.arange(labelled.size)], codes)
         layout = self._weight_layout(data)
         dev = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
         theta = np.zeros(layout.size)
@@ -110,8 +112,8 @@ all_possible_states, all_possible_transitions, verbose, n_jobs
         log, self.rounds_ = [], []
         reason = "max_rounds reached"
         for round_ in range(self.max_rounds + 1):
-            result = self._minimize(_penalised_negative_log_likelihood(data, layout, self.c2),
-                                    theta, dev)
+            objective = _penalised_negative_log_likelihood(data, layout, self._l2(layout))
+            result = self._minimize(objective, theta, dev)
             theta = result.x
             log += [dict(entry, round=round_) for entry in result.log]
             labels = self._viterbi(unlabelled_packed, layout, theta)
@@ -123,8 +125,7 @@ all_possible_states, all_possible_transitions, verbose, n_jobs
                 reason = "pseudo-labels unchanged"
                 break
             pseudo = labels
-            data = ChunkedSequences(train, np.concatenate([codes, pseudo]), n_labels,
-                                    n_jobs=self.n_jobs)
+            data = self._chunked(train, np.concatenate([codes, pseudo]))
         self._set_fitted_weights(result, layout)
         self.training_log_ = log
         self.n_iter_ = len(log)

@@ -24,9 +24,9 @@ from .crf import (
     CRF,
     _check_dev_pair,
     _penalised_negative_log_likelihood,
+    l2_penalty,
 )
 from .objectives import label_count_gradient, unlabelled_terms
-from .packing import ChunkedSequences
 from .penalties import LabelProportionPenalty
 
 __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]
@@ -57,7 +57,8 @@ class EntropyRegularizedCRF(CRF):
     entropy_gradient : {'lattice', 'covariance'}, default='lattice'
         'lattice': Mann & McCallum's O(n S^2) dynamic program; 'covariance': Jiao et al.'s
         covariance form, O(n^2 S^3). Both give the same numbers.
-    algorithm, c1, c2, max_iterations, num_memories, epsilon, period, delta, min_freq, \
+    algorithm, c1, c2, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
+delta, min_freq, \
 all_possible_states, all_possible_transitions, verbose
         As in `CRF`; ``max_iterations`` bounds each of the two phases.
     n_jobs : int, default=None
@@ -101,6 +102,8 @@ all_possible_states, all_possible_transitions, verbose
         algorithm="lbfgs",
         c1=0.0,
         c2=1.0,
+        order=1,
+        c2_transitions=None,
         max_iterations=None,
         num_memories=6,
         epsilon=1e-5,
@@ -113,7 +116,8 @@ all_possible_states, all_possible_transitions, verbose
         n_jobs=None,
     ):
         super().__init__(
-            algorithm=algorithm, c1=c1, c2=c2, max_iterations=max_iterations,
+            algorithm=algorithm, c1=c1, c2=c2, order=order, c2_transitions=c2_transitions,
+            max_iterations=max_iterations,
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
@@ -145,10 +149,13 @@ all_possible_states, all_possible_transitions, verbose
         X, y = concatenate_inputs(X, y, X_unlabeled)
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
         unlabelled = unlabelled_sequences(sequences, labelled)
-        n_labels = len(self.classes_)
-        labelled_data = ChunkedSequences(sequences[labelled], codes, n_labels,
-                                         n_jobs=self.n_jobs)
-        unlabelled_data = ChunkedSequences(sequences[unlabelled], n_jobs=self.n_jobs)
+        if self.order == 2 and self.entropy_gradient == "covariance" and self.gamma > 0:
+            raise ValueError(
+                "entropy_gradient='covariance' (Jiao et al.'s nested dynamic program) is "
+                "first-order only; use order=1, or entropy_gradient='lattice', which gives "
+                "the same gradient at any order")
+        labelled_data = self._chunked(sequences[labelled], codes)
+        unlabelled_data = self._chunked(sequences[unlabelled])
         del sequences
         self.target_proportions_ = target_proportions(self.label_proportions,
                                                       self.classes_, codes)
@@ -156,7 +163,8 @@ all_possible_states, all_possible_transitions, verbose
         layout = self._weight_layout(labelled_data)
         dev = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
         supervised = self._minimize(
-            _penalised_negative_log_likelihood(labelled_data, layout, self.c2),
+            _penalised_negative_log_likelihood(labelled_data, layout,
+                                                          self._l2(layout)),
             np.zeros(layout.size), dev)
         log = [dict(entry, phase="supervised") for entry in supervised.log]
         self.best_iteration_ = None
@@ -181,7 +189,9 @@ all_possible_states, all_possible_transitions, verbose
     def _semi_supervised_objective(self, labelled_data, unlabelled_data, layout):
         """``theta -> (value, gradient)`` of minus the full objective, and a dict holding the
         parts of the last evaluation."""
-        supervised = _penalised_negative_log_likelihood(labelled_data, layout, self.c2)
+        supervised = _penalised_negative_log_likelihood(labelled_data, layout,
+                                                          self._l2(layout))
+        strengths = self._l2(layout)
         gamma, weight = self.gamma, self.proportion_weight
         n_unlabelled = sum(chunk.n_tokens for chunk in unlabelled_data.chunks)
         proportions = LabelProportionPenalty(self.target_proportions_, n_unlabelled)
@@ -190,7 +200,7 @@ all_possible_states, all_possible_transitions, verbose
 
         def objective(theta):
             value, gradient = supervised(theta)
-            parts["likelihood"] = float(-(value - self.c2 * (theta @ theta)))
+            parts["likelihood"] = float(-(value - l2_penalty(theta, strengths)))
             state, transition = layout.unpack(theta)
             negative_entropy, d_state, d_transition, label_sums = unlabelled_data.sum(
                 _chunk_unlabelled_terms, state, transition, method)
@@ -229,6 +239,8 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
         algorithm="lbfgs",
         c1=0.0,
         c2=1.0,
+        order=1,
+        c2_transitions=None,
         max_iterations=None,
         num_memories=6,
         epsilon=1e-5,
@@ -243,7 +255,8 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
         super().__init__(
             gamma=gamma, proportion_weight=proportion_weight,
             label_proportions=label_proportions, entropy_gradient=entropy_gradient,
-            algorithm=algorithm, c1=c1, c2=c2, max_iterations=max_iterations,
+            algorithm=algorithm, c1=c1, c2=c2, order=order, c2_transitions=c2_transitions,
+            max_iterations=max_iterations,
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,

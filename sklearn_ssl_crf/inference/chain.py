@@ -3,13 +3,16 @@
 Batched kernels take the potentials of many chains as one array of rows in a `ChainLayout`
 (position-major, sequences sorted by decreasing length); the only Python loop runs over
 positions. The score of a label sequence y is
-``sum_t unary[t, y_t] + sum_{t>=1} transition[y_{t-1}, y_t]``.
+``sum_t unary[t, y_t] + sum_{t>=1} transition[y_{t-1}, y_t]`` for a first-order chain
+(``transition`` of shape (S, S)); a transition tensor of shape (S + 1, S, S) makes the chain
+second-order, scored as in `second_order`, and every function here accepts either.
 """
 
 import numpy as np
 from scipy.special import logsumexp
 
 from .batching import ChainLayout
+from .second_order import pair_lattice, viterbi_pairs
 
 __all__ = [
     "forward_backward",
@@ -29,8 +32,10 @@ def forward_backward(unary, transition):
     ----------
     unary : array-like of shape (n, S)
         Per-position label potentials.
-    transition : array-like of shape (S, S)
-        ``transition[i, j]`` is the potential of label ``i`` followed by label ``j``.
+    transition : array-like of shape (S, S) or (S + 1, S, S)
+        ``transition[i, j]`` is the potential of label ``i`` followed by label ``j``; a
+        second-order chain's ``transition[h, i, j]`` is that of labels ``h, i, j`` in a row,
+        ``transition[S, i, j]`` that of ``i, j`` as the first two labels.
 
     Returns
     -------
@@ -39,7 +44,7 @@ def forward_backward(unary, transition):
     node_marginals : ndarray of shape (n, S)
         ``p(y_t = s | x)``.
     edge_marginals : ndarray of shape (n - 1, S, S)
-        ``p(y_{t-1} = i, y_t = j | x)`` at index ``t - 1``.
+        ``p(y_{t-1} = i, y_t = j | x)`` at index ``t - 1`` (either order).
 
     Examples
     --------
@@ -49,8 +54,15 @@ def forward_backward(unary, transition):
     (True, [0.5, 0.5], (2, 2, 2))
     """
     unary, transition = check_potentials(unary, transition)
-    lattice = chain_lattice(unary, transition, ChainLayout([unary.shape[0]]))
-    return float(lattice.log_z[0]), lattice.node_marginals(), lattice.edge_marginals()
+    n = unary.shape[0]
+    lattice = chain_lattice(unary, transition, ChainLayout([n]))
+    if transition.ndim == 3:
+        # One chain: packed row t is position t; pair blocks are [y_t, y_{t-1}].
+        edges = np.array([lattice.pair_block(t)[0].T for t in range(1, n)]).reshape(
+            n - 1, unary.shape[1], unary.shape[1])
+    else:
+        edges = lattice.edge_marginals()
+    return float(lattice.log_z[0]), lattice.node_marginals(), edges
 
 
 def viterbi(unary, transition):
@@ -59,7 +71,7 @@ def viterbi(unary, transition):
     Parameters
     ----------
     unary : array-like of shape (n, S)
-    transition : array-like of shape (S, S)
+    transition : array-like of shape (S, S) or (S + 1, S, S)
 
     Returns
     -------
@@ -88,9 +100,10 @@ def check_potentials(unary, transition):
     if unary.ndim != 2 or unary.shape[0] == 0 or unary.shape[1] == 0:
         raise ValueError(f"unary must have shape (n, S) with n, S >= 1, got {unary.shape}")
     n_labels = unary.shape[1]
-    if transition.shape != (n_labels, n_labels):
+    if transition.shape not in [(n_labels, n_labels), (n_labels + 1, n_labels, n_labels)]:
         raise ValueError(
-            f"transition must have shape ({n_labels}, {n_labels}) to match unary, "
+            f"transition must have shape ({n_labels}, {n_labels}) (first order) or "
+            f"({n_labels + 1}, {n_labels}, {n_labels}) (second order) to match unary, "
             f"got {transition.shape}"
         )
     if not (np.isfinite(unary).all() and np.isfinite(transition).all()):
@@ -126,7 +139,7 @@ def chain_lattice(unary, transition, layout, workspace=None):
     ----------
     unary : ndarray of shape (layout.n_rows, S)
         Rows in the layout's packed order.
-    transition : ndarray of shape (S, S)
+    transition : ndarray of shape (S, S) or (S + 1, S, S)
     layout : ChainLayout
     workspace : Workspace, default=None
         Where to keep the work arrays; the lattice's arrays are overwritten by the next
@@ -134,7 +147,9 @@ def chain_lattice(unary, transition, layout, workspace=None):
 
     Returns
     -------
-    lattice : ScaledLattice or LogSpaceLattice
+    lattice : ScaledLattice, LogSpaceLattice, PairLattice or LogSpacePairLattice
+        The last two for second-order chains, whose ``edge_marginal_sum()`` has the
+        transition tensor's shape and which have ``pair_block(t)`` instead of edge blocks.
         Exposes ``log_z`` (per sequence, input order), ``node_marginals(overwrite=False)``
         (n_rows, S),
         ``edge_marginal_sum()`` (S, S) summed over all positions and chains, and
@@ -143,7 +158,10 @@ def chain_lattice(unary, transition, layout, workspace=None):
         The scaled (probability-space) recursion is used unless some potentials are hundreds
         of nats apart, so that underflow could change the result; then log space is.
     """
-    lattice = ScaledLattice(unary, transition, layout, workspace or Workspace())
+    workspace = workspace or Workspace()
+    if transition.ndim == 3:
+        return pair_lattice(unary, transition, layout, workspace)
+    lattice = ScaledLattice(unary, transition, layout, workspace)
     if lattice.is_exact:
         return lattice
     return LogSpaceLattice(unary, transition, layout)
@@ -168,17 +186,22 @@ def chain_statistics(unary, transition):
     Parameters
     ----------
     unary : ndarray of float64 of shape (n, S), n >= 1
-    transition : ndarray of float64 of shape (S, S)
+    transition : ndarray of float64 of shape (S, S) or (S + 1, S, S)
         Not validated (a hot path); see `check_potentials`.
 
     Returns
     -------
     log_z : float
     node_marginals : ndarray of shape (n, S)
-    edge_marginal_sum : ndarray of shape (S, S)
-        ``sum_t p(y_{t-1} = i, y_t = j | x)``.
+    edge_marginal_sum : ndarray of the shape of ``transition``
+        ``sum_t p(y_{t-1} = i, y_t = j | x)`` (second order: the expected counts of the
+        transition tensor's entries).
     """
     n, n_labels = unary.shape
+    if transition.ndim == 3:
+        # Second order: the batched pair recursions, on a layout of one chain.
+        lattice = chain_lattice(unary, transition, ChainLayout([n]))
+        return float(lattice.log_z[0]), lattice.node_marginals(), lattice.edge_marginal_sum()
     # One shift for the whole chain (rows far below the top underflow and fail the test).
     unary_max = unary.max()
     emission = np.exp(unary - unary_max)
@@ -372,7 +395,7 @@ def viterbi_batch(unary, transition, layout):
     Parameters
     ----------
     unary : ndarray of shape (layout.n_rows, S)
-    transition : ndarray of shape (S, S)
+    transition : ndarray of shape (S, S) or (S + 1, S, S)
     layout : ChainLayout
 
     Returns
@@ -382,6 +405,8 @@ def viterbi_batch(unary, transition, layout):
     best_scores : ndarray of shape (n_sequences,)
         In input sequence order.
     """
+    if transition.ndim == 3:
+        return viterbi_pairs(unary, transition, layout)
     backpointers = np.zeros(unary.shape, dtype=np.intp)
     delta = np.empty_like(unary)
     delta[layout.block(0)] = unary[layout.block(0)]

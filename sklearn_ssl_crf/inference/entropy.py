@@ -23,7 +23,8 @@ import numpy as np
 from scipy.special import xlogy
 
 from .batching import ChainLayout
-from .chain import ScaledLattice, chain_lattice, check_potentials
+from .chain import LogSpaceLattice, ScaledLattice, chain_lattice, check_potentials
+from .second_order import pair_additive_expectation, pair_position_entropies
 
 __all__ = [
     "sequence_entropy",
@@ -42,7 +43,7 @@ def sequence_entropy(unary, transition):
     Parameters
     ----------
     unary : array-like of shape (n, S)
-    transition : array-like of shape (S, S)
+    transition : array-like of shape (S, S) or (S + 1, S, S)
 
     Returns
     -------
@@ -56,7 +57,7 @@ def sequence_entropy(unary, transition):
     """
     unary, transition = check_potentials(unary, transition)
     layout = ChainLayout([unary.shape[0]])
-    _, conditional = position_entropies(chain_lattice(unary, transition, layout))
+    _, _, conditional = position_entropies(chain_lattice(unary, transition, layout))
     return float(conditional.sum())
 
 
@@ -69,12 +70,12 @@ def entropy_gradient(unary, transition):
     Parameters
     ----------
     unary : array-like of shape (n, S)
-    transition : array-like of shape (S, S)
+    transition : array-like of shape (S, S) or (S + 1, S, S)
 
     Returns
     -------
     d_unary : ndarray of shape (n, S)
-    d_transition : ndarray of shape (S, S)
+    d_transition : ndarray of shape (S, S) or (S + 1, S, S), as ``transition``
     """
     unary, transition = check_potentials(unary, transition)
     _, d_unary, d_transition = entropy_batch(unary, transition, ChainLayout([unary.shape[0]]))
@@ -87,7 +88,7 @@ def subsequence_entropy(unary, transition, start, stop):
     Parameters
     ----------
     unary : array-like of shape (n, S)
-    transition : array-like of shape (S, S)
+    transition : array-like of shape (S, S) or (S + 1, S, S)
     start, stop : int
         The span, ``0 <= start < stop <= n``.
 
@@ -99,10 +100,11 @@ def subsequence_entropy(unary, transition, start, stop):
     n = unary.shape[0]
     if not 0 <= start < stop <= n:
         raise ValueError(f"need 0 <= start < stop <= {n}, got start={start}, stop={stop}")
-    node, conditional = position_entropies(
+    node, pair_conditional, conditional = position_entropies(
         chain_lattice(unary, transition, ChainLayout([n])))
     # One chain: packed row t is position t.
-    return float(node[start] + conditional[start + 1:stop].sum())
+    return float(node[start] + pair_conditional[start + 1:min(start + 2, stop)].sum()
+                 + conditional[start + 2:stop].sum())
 
 
 def additive_expectation(unary, transition, unary_terms=None, transition_terms=None):
@@ -114,16 +116,16 @@ def additive_expectation(unary, transition, unary_terms=None, transition_terms=N
 
     Parameters
     ----------
-    unary, transition : array-like of shapes (n, S) and (S, S)
+    unary, transition : array-like of shapes (n, S) and (S, S) or (S + 1, S, S)
         The chain's potentials.
     unary_terms : array-like of shape (n, S), default=None
-    transition_terms : array-like of shape (S, S), default=None
+    transition_terms : array-like of shape (S, S) or (S + 1, S, S), as ``transition``, default=None
 
     Returns
     -------
     expectation : float
     d_unary : ndarray of shape (n, S)
-    d_transition : ndarray of shape (S, S)
+    d_transition : ndarray of shape (S, S) or (S + 1, S, S), as ``transition``
     """
     unary, transition = check_potentials(unary, transition)
     layout = ChainLayout([unary.shape[0]])
@@ -141,7 +143,7 @@ def entropy_batch(unary, transition, layout, workspace=None):
     Parameters
     ----------
     unary : ndarray of shape (layout.n_rows, S)
-    transition : ndarray of shape (S, S)
+    transition : ndarray of shape (S, S) or (S + 1, S, S)
     layout : ChainLayout
     workspace : Workspace, default=None
 
@@ -151,7 +153,7 @@ def entropy_batch(unary, transition, layout, workspace=None):
         ``H(Y | x)`` of each sequence, input order.
     d_unary : ndarray of shape (n_rows, S)
         Gradient of ``sum_sequences sum_y p log p`` w.r.t. the unary potentials.
-    d_transition : ndarray of shape (S, S)
+    d_transition : ndarray of shape (S, S) or (S + 1, S, S), as ``transition``
     """
     lattice = chain_lattice(unary, transition, layout, workspace)
     # H = log Z - E[score]; the gradient is the score's covariance with the features.
@@ -167,11 +169,21 @@ def position_entropies(lattice):
     -------
     node : ndarray of shape (n_rows,)
         ``H(Y_t | x)`` of every row.
+    pair_conditional : ndarray of shape (n_rows,)
+        ``H(Y_t | Y_{t-1}, x)`` for rows at positions ``t >= 1``, ``H(Y_0 | x)`` at ``t = 0``.
     conditional : ndarray of shape (n_rows,)
-        ``H(Y_t | Y_{t-1}, x)`` for rows at positions ``t >= 1``, ``H(Y_0 | x)`` at ``t = 0``:
-        a chain's entropy is the sum of its rows, a span's is ``node`` at its first row plus
-        ``conditional`` over the rest.
+        The chain rule's terms ``H(Y_t | Y_{t-1}, ..., Y_0, x)``: ``pair_conditional`` for a
+        first-order chain, ``H(Y_t | Y_{t-1}, Y_{t-2}, x)`` from ``t = 2`` for a second-order
+        one. A chain's entropy is the sum of its rows; a span's is ``node`` at its first row,
+        ``pair_conditional`` at its second and ``conditional`` over the rest.
     """
+    if not isinstance(lattice, (ScaledLattice, LogSpaceLattice)):
+        return pair_position_entropies(lattice)
+    node, conditional = _first_order_position_entropies(lattice)
+    return node, conditional, conditional
+
+
+def _first_order_position_entropies(lattice):
     if isinstance(lattice, ScaledLattice):
         return _scaled_position_entropies(lattice)
     layout = lattice.layout
@@ -218,7 +230,8 @@ def additive_expectation_batch(lattice, unary_terms=None, transition_terms=None,
     ----------
     lattice : ScaledLattice or LogSpaceLattice
     unary_terms : ndarray of shape (n_rows, S), default=None
-    transition_terms : ndarray of shape (S, S), default=None
+    transition_terms : ndarray of shape (S, S) or (S + 1, S, S), default=None
+        Of the lattice's transition shape.
     gradient : bool, default=True
         False: only the expectations (the forward pass); the gradients are None.
 
@@ -227,8 +240,10 @@ def additive_expectation_batch(lattice, unary_terms=None, transition_terms=None,
     expectation : ndarray of shape (n_sequences,)
     d_unary : ndarray of shape (n_rows, S) or None
         With a `ScaledLattice`, a work array of its workspace, overwritten by the next use.
-    d_transition : ndarray of shape (S, S) or None
+    d_transition : ndarray of shape (S, S) or (S + 1, S, S), as ``transition`` or None
     """
+    if not isinstance(lattice, (ScaledLattice, LogSpaceLattice)):
+        return pair_additive_expectation(lattice, unary_terms, transition_terms, gradient)
     if isinstance(lattice, ScaledLattice):
         return _scaled_additive_expectation(lattice, unary_terms, transition_terms, gradient)
     return _conditional_additive_expectation(lattice, unary_terms, transition_terms, gradient)

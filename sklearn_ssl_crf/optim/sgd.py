@@ -1,12 +1,12 @@
 """Stochastic gradient descent with the natural-gradient transforms, sparse L2 steps, and
 CRFsuite's learning-rate calibration and stopping rule.
 
-The parameters are state weights W (attributes x labels) and transition weights T
-(labels x labels), held as ``theta = scale * v`` so that the L2 shrinkage
-``theta <- (1 - eta * lam) theta`` of every step is one multiplication of ``scale``, and a
-step touches only the rows of W whose attributes occur in the sampled sequences
-(Shalev-Shwartz et al. 2007; Bottou 2012). The learning rate is
-``eta_t = eta0 / (1 + lam * eta0 * t)``, ``t`` counting sequences.
+The parameters are state weights W (attributes x labels), held as ``W = scale * v`` so that
+the L2 shrinkage ``W <- (1 - eta * lam) W`` of every step is one multiplication of
+``scale`` and a step touches only the rows of W whose attributes occur in the sampled
+sequences (Shalev-Shwartz et al. 2007; Bottou 2012), and transition weights T (a few rows of
+labels columns), small enough to be shrunk directly, with their own L2 strength. The
+learning rate is ``eta_t = eta0 / (1 + lam * eta0 * t)``, ``t`` counting sequences.
 
 The optimiser sees the data only through batches (arrays of sequence indices) and
 ``gradient(trainer, batch) -> (loss, rows, d_state, d_transition)``: the summed loss of the
@@ -44,16 +44,21 @@ class SGDTrainer:
         Initial learning rate.
     state_mask, transition_mask : ndarray of bool, default=None
         Weights allowed to be non-zero; None: all.
+    transition_rows : int, default=None
+        Rows of T (None: ``n_labels``; a second-order model's weights take more).
+    lam_transitions : float, default=None
+        L2 strength per sequence of T; None: ``lam``.
     """
 
     def __init__(self, n_attributes, n_labels, update, eps, lam, eta0, state_mask=None,
-                 transition_mask=None):
+                 transition_mask=None, transition_rows=None, lam_transitions=None):
         self.state = np.zeros((n_attributes, n_labels))
-        self.transition = np.zeros((n_labels, n_labels))
+        self.transition = np.zeros((transition_rows or n_labels, n_labels))
         self.scale = 1.0
         self.t = 0
         self.transform = GradientTransform(update, eps)
         self.lam, self.eta0 = float(lam), float(eta0)
+        self.lam_transitions = lam_transitions
         self.state_mask, self.transition_mask = state_mask, transition_mask
 
     def learning_rate(self):
@@ -66,7 +71,7 @@ class SGDTrainer:
         return weights
 
     def transition_weights(self):
-        return self.transition * self.scale
+        return self.transition.copy()
 
     def weights(self):
         """Copies of the current ``(W, T)``."""
@@ -74,7 +79,7 @@ class SGDTrainer:
 
     def squared_norm(self):
         v = self.state.ravel()
-        return self.scale ** 2 * (v @ v + np.vdot(self.transition, self.transition))
+        return self.scale ** 2 * (v @ v) + np.vdot(self.transition, self.transition)
 
     def step(self, rows, d_state, d_transition, n_samples=1):
         """``theta <- (1 - eta lam)^n theta - eta n h(g / n)`` for the summed loss gradient
@@ -85,17 +90,19 @@ class SGDTrainer:
         """
         eta = self.learning_rate()
         self.scale *= (1.0 - eta * self.lam) ** n_samples
+        lam_transitions = self.lam if self.lam_transitions is None else self.lam_transitions
+        self.transition *= (1.0 - eta * lam_transitions) ** n_samples
         if abs(self.scale) < _MIN_SCALE:
             self.state *= self.scale
-            self.transition *= self.scale
             self.scale = 1.0
         # One array, so that the transform runs once per step.
         h = np.concatenate([d_state, d_transition])
         if n_samples > 1:
             h /= n_samples
         self.transform(h)
-        h *= eta * n_samples / self.scale
+        h *= eta * n_samples
         h_state, h_transition = h[:len(rows)], h[len(rows):]
+        h_state /= self.scale
         if self.state_mask is not None:
             h_state *= self.state_mask[rows]
         if self.transition_mask is not None:
