@@ -14,6 +14,9 @@ Parts:
   (22 labels) and BC2GM train (3 labels); medians and their ratio. Also the share of label
   pairs and triples seen in training, which bounds what restricting the pair states to them
   would save.
+- ``conll``: CoNLL-2000 full training set, tutorial features: `CRF` (c2 = 1, 100 L-BFGS
+  iterations, as ``bench_supervised.py``) at order 1 and order 2, span F1 on the test set
+  and fit time.
 
 Run from the repository (the script imports ``conll_features`` next to it)::
 
@@ -34,7 +37,7 @@ from sklearn_ssl_crf._threads import single_threaded_blas
 from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
 from sklearn_ssl_crf.datasets import load_bc2gm, read_ocr_letters
 
-PARTS = ("ocr", "speed")
+PARTS = ("ocr", "speed", "conll")
 DRAWS = 10
 PER_WORD = 2
 C2_GRID = (0.1, 1.0, 10.0)
@@ -168,6 +171,24 @@ def part_speed(args):
     return results
 
 
+def part_conll(args):
+    from sklearn_ssl_crf.metrics import span_f1_score
+
+    X, y, X_test, y_test, _ = load_tutorial_conll2000(args.data_dir)
+    results = {}
+    for order in (1, 2):
+        started = time.perf_counter()
+        model = CRF(order=order, max_iterations=100).fit(X, y)
+        seconds = time.perf_counter() - started
+        results[order] = {"span_f1": span_f1_score(y_test, model.predict(X_test)),
+                          "fit_seconds": seconds}
+    print("\n### CoNLL-2000, full training set, 100 L-BFGS iterations\n\n"
+          "| order | span F1 (test) | fit (s) |\n|---|---|---|")
+    for order, result in results.items():
+        print(f"| {order} | {100 * result['span_f1']:.2f} | {result['fit_seconds']:.0f} |")
+    return results
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -180,7 +201,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     results = {}
     for part in args.parts.split(","):
-        results[part] = {"ocr": part_ocr, "speed": part_speed}[part](args)
+        results[part] = {"ocr": part_ocr, "speed": part_speed, "conll": part_conll}[part](args)
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1, default=str))
 

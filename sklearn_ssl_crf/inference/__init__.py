@@ -4,7 +4,8 @@ Single-chain functions (`forward_backward`, `viterbi`, `sequence_entropy`, `entr
 `subsequence_entropy`, `additive_expectation`) are for users and tests; the batched
 ones (`chain_lattice`, `viterbi_batch`) run over many chains packed in a `ChainLayout` and are
 what the estimators use; `chain_statistics` serves stochastic training, one chain at a time
-with little overhead per call.
+with little overhead per call. Every function takes first-order transitions (S, S) or a
+second-order transition tensor (S + 1, S, S), scored as in `second_order`.
 """
 
 from .batching import ChainLayout
