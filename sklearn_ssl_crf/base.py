@@ -296,7 +296,7 @@ class BaseCRF(BaseEstimator):
         """Per-token entropies: `inference.entropy.position_entropies` in token order."""
         sequences = self._transform(X)
         if sequences.n_tokens == 0:
-            return sequences, np.zeros(0), np.zeros(0)
+            return sequences, np.zeros(0), np.zeros(0), np.zeros(0)
         packed = PackedSequences(sequences.matrix, sequences.lengths)
         with single_threaded_blas():
             lattice = chain_lattice(packed.unary(self.state_weights_),

@@ -188,3 +188,11 @@ def test_bad_parameters(params, message):
     X, y = random_tagging_data(5)
     with pytest.raises(ValueError, match=message):
         CRF(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_entropies_of_inputs_without_tokens(order):
+    X, y = random_tagging_data(10)
+    model = CRF(order=order, max_iterations=5).fit(X, y)
+    np.testing.assert_array_equal(model.predict_entropy([[], []]), [0.0, 0.0])
+    assert model.most_uncertain_spans([[]], 2) == [None]
