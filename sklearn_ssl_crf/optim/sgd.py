@@ -70,12 +70,9 @@ class SGDTrainer:
         weights *= self.scale
         return weights
 
-    def transition_weights(self):
-        return self.transition.copy()
-
     def weights(self):
         """Copies of the current ``(W, T)``."""
-        return self.state * self.scale, self.transition_weights()
+        return self.state * self.scale, self.transition.copy()
 
     def squared_norm(self):
         v = self.state.ravel()
