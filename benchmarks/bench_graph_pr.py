@@ -42,6 +42,15 @@ Parts, chosen by name with ``--parts`` (default: all of them):
     in bytes per vertex and neighbour; the slopes are the log-log growth of time and peak
     against the previous size. Reading the input is not measured.
 
+``--order 2`` runs parts ``pos`` and ``ocr`` with second-order CRFs (issue #12): every CRF
+row (CRF, GP->CRF, PR1, PR) at order 2, its ``c2`` and ``c2_transitions`` chosen together
+by the cross-validation (``c2_transitions`` from {c2, 0.1, 0.01}); sklearn-crfsuite stays
+first-order. On handwriting the features are then the letter's own pixels (``WindowRows``
+with window 0, the paper's emissions), the cross-validation folds hold one word of each type
+each (as the test: every scored word's type is seen in training), and lambda and T are
+chosen with 5-iteration fits. On POS, each draw takes lambda and T from its order-1 run
+(read from ``--json``), since their CV at order 2 would take about 40 minutes a draw.
+
 Parts ``pos`` and ``ocr`` write every finished draw to a JSON file (default
 /tmp/bench_graph_pr_PART.json) and resume from it; ``--report`` prints their tables from
 the files without running anything. On the 2-core machine, with the two parts in two
@@ -59,6 +68,9 @@ Usage::
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_graph_pr.py --parts pos
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_graph_pr.py --parts ocr
     python benchmarks/bench_graph_pr.py --parts pos,ocr --report
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_graph_pr.py --parts ocr --order 2
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_graph_pr.py --parts pos --order 2 \
+        --json /tmp/bench_graph_pr_pos2.json /tmp/bench_graph_pr_pos.json
     python benchmarks/bench_graph_pr.py --parts estep,graph
     python benchmarks/bench_graph_pr.py --parts pos,ocr --quick --pos-draws 1 --ocr-draws 1
 """
@@ -218,12 +230,24 @@ LAMBDAS = (0.1, 0.5, 1.0, 2.0)
 # "schedule": lambda and the number of EM iterations chosen together by cross-validation
 # (θ's accuracy on the held-out fold after every EM iteration); the final fit runs that many.
 POS_SETTINGS = {"held_out": 500, "labelled": 100, "unlabelled": 0, "cv_em_iterations": 10,
-                "mstep_iterations": 50, "protocol": "schedule"}
+                "mstep_iterations": 50, "protocol": "schedule", "order": 1}
+# At order 2 a POS draw's CV of lambda and T would take about 40 minutes: the order-2 rows
+# take each draw's lambda and T from its order-1 run ("order-1 schedule"), so that the order
+# (and the CRF's priors, chosen by CV at each order) is all that differs.
+POS_ORDER2 = {"order": 2, "protocol": "order-1 schedule"}
 POS_QUICK = {"held_out": 200, "labelled": 60, "unlabelled": 300, "cv_em_iterations": 2}
+# Order 1 keeps the features and folds of issue #11's run. Order 2 has the paper's emissions
+# (the letter's own pixels, window 0) and folds holding one word of each type each, as the
+# test does (random folds hold out word types never seen, and then prefer a strong prior on
+# transitions); 5 EM iterations in the CV, since order 2's q settles within a few.
 OCR_SETTINGS = {"per_word": 2, "unlabelled": 0, "cv_em_iterations": 10,
-                "mstep_iterations": 50, "sigma": 0.7, "protocol": "schedule"}
-OCR_QUICK = {"per_word": 1, "unlabelled": 300, "cv_em_iterations": 2}
+                "mstep_iterations": 50, "sigma": 0.7, "protocol": "schedule", "order": 1,
+                "window": 1, "folds": "random"}
+OCR_ORDER2 = {"order": 2, "window": 0, "folds": "per-type", "cv_em_iterations": 5}
+OCR_QUICK = {"unlabelled": 300, "cv_em_iterations": 2}
 C2_GRID = (0.001, 0.01, 0.1, 1.0, 10.0)
+# At order 2 the transitions' own L2 strength (None: c2) is chosen with c2.
+C2_TRANSITIONS_GRID = (None, 0.1, 0.01)
 # Jacobi steps of GraphPropagation: its graphs here need up to 4,464 (POS draw 0) to converge.
 GP_MAX_ITERATIONS = 10_000
 CV_FOLDS = 3
@@ -241,14 +265,18 @@ def token_errors(predicted, gold, mask=None):
     return 100.0 * float(wrong.mean())
 
 
-def choose_c2(X_labelled, y_labelled):
-    """The CRF's c2, by cross-validated token accuracy on the labelled sequences."""
-    search = GridSearchCV(CRF(), {"c2": list(C2_GRID)}, cv=CV_FOLDS)
+def choose_crf_params(X_labelled, y_labelled, order, folds):
+    """The CRF's order and priors: c2 (and at order 2 c2_transitions), by cross-validated
+    token accuracy on the labelled sequences over ``folds`` ((train, held) index pairs)."""
+    grid = {"c2": list(C2_GRID)}
+    if order == 2:
+        grid["c2_transitions"] = list(C2_TRANSITIONS_GRID)
+    search = GridSearchCV(CRF(order=order), grid, cv=folds)
     search.fit(X_labelled, y_labelled)
-    return float(search.best_params_["c2"])
+    return dict(search.best_params_, order=order)
 
 
-def choose_schedule(X_pool, y_pool, n_labelled, graph, params, em_iterations):
+def choose_schedule(X_pool, y_pool, folds, graph, params, em_iterations):
     """lambda and the number of EM iterations, chosen together by cross-validation on the
     labelled sequences: each fold is made unlabelled in turn (the graph, built on all of
     them, stays valid) and is the dev set of a fit of ``em_iterations`` EM iterations, which
@@ -258,7 +286,7 @@ def choose_schedule(X_pool, y_pool, n_labelled, graph, params, em_iterations):
     accuracies = {}
     for lam in LAMBDAS:
         per_fold = []
-        for _, held in KFold(CV_FOLDS).split(np.arange(n_labelled)):
+        for _, held in folds:
             y_cv = list(y_pool)
             for i in held:
                 y_cv[i] = None
@@ -278,7 +306,8 @@ def choose_schedule(X_pool, y_pool, n_labelled, graph, params, em_iterations):
 class Draw:
     """One draw's data: the labelled sequences first in ``X_pool``, then the unlabelled ones
     (``gold`` their labels); ``score(transductive, inductive=None)`` gives a row's errors;
-    ``crfsuite_X`` is ``X_pool`` as sklearn-crfsuite reads it; ``X_held`` the sequences kept
+    ``crfsuite_X`` is ``X_pool`` as sklearn-crfsuite reads it; ``folds`` the cross-validation
+    folds of the labelled sequences, (train, held) index pairs; ``X_held`` the sequences kept
     out of training (None: no inductive column)."""
 
     X_pool: list
@@ -287,11 +316,17 @@ class Draw:
     graph: object
     score: object
     crfsuite_X: list
+    folds: list
     X_held: list = None
 
 
-def run_draw(data, settings, pr_params):
-    """The rows of one draw (CRF, sklearn-crfsuite, GP, GP->CRF, PR1, PR) and timings."""
+def random_folds(n_labelled):
+    return list(KFold(CV_FOLDS).split(np.arange(n_labelled)))
+
+
+def run_draw(data, settings, pr_params, schedule=None):
+    """The rows of one draw (CRF, sklearn-crfsuite, GP, GP->CRF, PR1, PR) and timings.
+    ``schedule``: lambda and the number of EM iterations to use (None: chosen by CV)."""
     n_labelled = len(data.y_labelled)
     X_pool, y_pool = data.X_pool, data.y_labelled + [None] * len(data.gold)
     unlabelled, held = X_pool[n_labelled:], data.X_held
@@ -300,22 +335,26 @@ def run_draw(data, settings, pr_params):
         return None if held is None else model.predict(held)
 
     rows, timings = {}, {}
-    c2 = choose_c2(X_pool[:n_labelled], data.y_labelled)
+    crf_params = choose_crf_params(X_pool[:n_labelled], data.y_labelled, settings["order"],
+                                   data.folds)
     started = time.perf_counter()
-    crf = CRF(c2=c2).fit(X_pool[:n_labelled], data.y_labelled)
+    crf = CRF(**crf_params).fit(X_pool[:n_labelled], data.y_labelled)
     timings["crf"] = time.perf_counter() - started
     rows["CRF"] = data.score(crf.predict(unlabelled), inductive(crf))
     rows["sklearn-crfsuite"] = data.score(*crfsuite_predictions(data.crfsuite_X,
                                                                 data.y_labelled, held))
     gp = GraphPropagation(graph=data.graph, max_iterations=GP_MAX_ITERATIONS).fit(X_pool, y_pool)
     rows["GP"] = data.score(gp.transduction_[n_labelled:])
-    gp_crf = CRF(c2=c2).fit(X_pool, gp.transduction_)
+    gp_crf = CRF(**crf_params).fit(X_pool, gp.transduction_)
     rows["GP->CRF"] = data.score(gp_crf.predict(unlabelled), inductive(gp_crf))
-    params = dict(pr_params, c2=c2, mstep_iterations=settings["mstep_iterations"])
-    started = time.perf_counter()
-    lam, em_iterations, cv_scores = choose_schedule(X_pool, y_pool, n_labelled, data.graph,
-                                                    params, settings["cv_em_iterations"])
-    timings["cv"] = time.perf_counter() - started
+    params = dict(pr_params, **crf_params, mstep_iterations=settings["mstep_iterations"])
+    if schedule is None:
+        started = time.perf_counter()
+        lam, em_iterations, cv_scores = choose_schedule(X_pool, y_pool, data.folds, data.graph,
+                                                        params, settings["cv_em_iterations"])
+        timings["cv"] = time.perf_counter() - started
+    else:
+        (lam, em_iterations), cv_scores = schedule, None
     for name, iterations in (("PR1", 1), ("PR", em_iterations)):
         started = time.perf_counter()
         model = GraphPRCRF(graph=data.graph, lam=lam, em_iterations=iterations, em_tol=0.0,
@@ -325,7 +364,8 @@ def run_draw(data, settings, pr_params):
         rows[name]["theta_transductive"] = data.score(model.predict(unlabelled))["transductive"]
         rows[name]["em_iterations"] = model.n_em_iter_
     return {"rows": rows, "lam": lam, "em_iterations": em_iterations,
-            "cv_accuracy": cv_scores, "c2": c2, "timings": timings,
+            "cv_accuracy": cv_scores, "c2": crf_params["c2"],
+            "c2_transitions": crf_params.get("c2_transitions"), "timings": timings,
             "n_unlabelled_tokens": int(sum(map(len, data.gold)))}
 
 
@@ -347,10 +387,10 @@ def crfsuite_predictions(X_pool, y_labelled, X_held=None):
 POS_FEATURES = WindowFeatures(window=1, suffixes=(1, 2, 3), word_shape=True)
 
 
-def pos_draw(draw, sentences, tags, settings):
+def pos_draw(draw, sentences, tags, settings, schedule=None):
     """One draw of part (a): 500 sentences held out, 100 labelled, the others unlabelled;
     errors on all unlabelled tokens, on those whose word is not in the labelled sentences,
-    and theta's on the held-out sentences."""
+    and theta's on the held-out sentences. ``schedule``: as `run_draw`'s."""
     rng = np.random.default_rng(draw)
     order = rng.permutation(len(sentences))
     n_held, n_labelled = settings["held_out"], settings["labelled"]
@@ -376,8 +416,8 @@ def pos_draw(draw, sentences, tags, settings):
     graph = trigram_graph(X_pool, n_neighbors=TRIGRAM_NEIGHBORS)
     graph_seconds = time.perf_counter() - started
     data = Draw(X_pool, [tags[i] for i in pool[:n_labelled]], gold, graph, score, X_pool,
-                POS_FEATURES.fit_transform([sentences[i] for i in held]))
-    record = run_draw(data, settings, {"decoding": "posterior"})
+                random_folds(n_labelled), POS_FEATURES.fit_transform([sentences[i] for i in held]))
+    record = run_draw(data, settings, {"decoding": "posterior"}, schedule)
     record["timings"]["graph"] = graph_seconds
     record.update(n_unseen=int(unseen.sum()), n_vertices=graph.n_vertices)
     return record
@@ -408,8 +448,16 @@ def ocr_draw(draw, images, labels, graph_vectors, settings):
     if settings["unlabelled"]:
         unlabelled = rng.permutation(unlabelled)[:settings["unlabelled"]]
     pool = np.concatenate([labelled, unlabelled])
-    X_pool = WindowRows(window=1).fit_transform([images[i].astype(float) for i in pool])
+    X_pool = WindowRows(window=settings["window"]).fit_transform(
+        [images[i].astype(float) for i in pool])
     gold = [labels[i] for i in unlabelled]
+    if settings["folds"] == "per-type":
+        # labelled holds each type's words consecutively: fold k holds each type's k-th.
+        position = np.arange(labelled.size) % settings["per_word"]
+        folds = [(np.flatnonzero(position != k), np.flatnonzero(position == k))
+                 for k in range(settings["per_word"])]
+    else:
+        folds = random_folds(labelled.size)
 
     def score(transductive, inductive=None):
         return {"transductive": token_errors(transductive, gold)}
@@ -418,7 +466,8 @@ def ocr_draw(draw, images, labels, graph_vectors, settings):
     graph = knn_graph([graph_vectors[i] for i in pool], n_neighbors=KNN_NEIGHBORS,
                       **KNN_SETTINGS)
     graph_seconds = time.perf_counter() - started
-    data = Draw(X_pool, [labels[i] for i in labelled], gold, graph, score, pixel_dicts(X_pool))
+    data = Draw(X_pool, [labels[i] for i in labelled], gold, graph, score, pixel_dicts(X_pool),
+                folds)
     record = run_draw(data, settings, {})
     record["timings"]["graph"] = graph_seconds
     return record
@@ -530,26 +579,38 @@ def run_or_read(name, args, run_one, settings):
     """The records of the part's draws: read from the JSON files with ``--report``, else run
     (resuming from the first JSON file)."""
     draws = range(args.first_draw, args.first_draw + args.draws[name])
-    paths = args.json or [Path(f"/tmp/bench_graph_pr_{name}.json")]
     if not args.report:
-        return run_draws(name, draws, run_one, settings, paths[0])
+        return run_draws(name, draws, run_one, settings, json_paths(name, args)[0])
+    found = stored_draws(name, args, settings)
+    return [found[str(draw)] for draw in sorted(map(int, found))]
+
+
+def json_paths(name, args):
+    return args.json or [Path(f"/tmp/bench_graph_pr_{name}.json")]
+
+
+def stored_draws(name, args, settings):
+    """The part's finished draws under ``settings`` in the JSON files, by draw number."""
     key = json.dumps({"part": name, **settings}, sort_keys=True)
     found = {}
-    for path in paths:
+    for path in json_paths(name, args):
         if path.is_file():
             found.update(json.loads(path.read_text()).get(key, {}))
-    return [found[str(draw)] for draw in sorted(map(int, found))]
+    return found
 
 
 def timing_line(records):
     """PR's EM wall time against the CRF's fit (medians over draws), and the choices."""
-    crf, pr, graph, cv = (np.median([record["timings"][name] for record in records])
-                          for name in ("crf", "PR", "graph", "cv"))
+    crf, pr, graph = (np.median([record["timings"][name] for record in records])
+                      for name in ("crf", "PR", "graph"))
+    cv = [record["timings"]["cv"] for record in records if "cv" in record["timings"]]
+    cv = f", cross-validation of lambda and EM iterations {np.median(cv):.0f}" if cv else ""
     return (f"Median seconds: graph {graph:.1f}, CRF fit {crf:.2f}, PR fit {pr:.0f} "
-            f"({pr / crf:.0f}x the CRF), cross-validation of lambda and EM iterations "
-            f"{cv:.0f}. Chosen per draw: lambda {[record['lam'] for record in records]}, "
-            f"EM iterations {[record['em_iterations'] for record in records]}, "
-            f"c2 {[record['c2'] for record in records]}.")
+            f"({pr / crf:.0f}x the CRF){cv}. Chosen per draw: lambda "
+            f"{[record['lam'] for record in records]}, EM iterations "
+            f"{[record['em_iterations'] for record in records]}, c2 "
+            f"{[record['c2'] for record in records]}, c2_transitions "
+            f"{[record.get('c2_transitions') for record in records]}.")
 
 
 def part_pos(args):
@@ -557,11 +618,21 @@ def part_pos(args):
     splits = load_ud_english_ewt(args.data_dir / "ud_english_ewt")
     sentences = splits["dev"][0] + splits["test"][0]
     tags = splits["dev"][1] + splits["test"][1]
-    settings = dict(POS_SETTINGS, **(POS_QUICK if args.quick else {}))
-    records = run_or_read("pos", args, lambda draw: pos_draw(draw, sentences, tags, settings),
-                          settings)
+    first_order = dict(POS_SETTINGS, **(POS_QUICK if args.quick else {}))
+    settings = {**first_order, **(POS_ORDER2 if args.order == 2 else {})}
+    schedules = {}
+    if settings["protocol"] == "order-1 schedule":
+        schedules = {int(draw): (record["lam"], record["em_iterations"])
+                     for draw, record in stored_draws("pos", args, first_order).items()}
+        wanted = range(args.first_draw, args.first_draw + args.draws["pos"])
+        missing = [draw for draw in wanted if draw not in schedules]
+        if missing and not args.report:
+            raise SystemExit(f"order 2 takes lambda and T from the order-1 run: draws {missing} "
+                             f"are not in {', '.join(map(str, json_paths('pos', args)))}")
+    records = run_or_read("pos", args, lambda draw: pos_draw(draw, sentences, tags, settings,
+                                                            schedules.get(draw)), settings)
     print(f"\n### (a) POS, UD English-EWT dev + test: {settings['labelled']} labelled "
-          f"sentences, {len(records)} draws\n")
+          f"sentences, order {settings['order']}, {len(records)} draws\n")
     print(error_table(records, [("transductive", "unlabelled, all tokens"),
                                 ("unseen", "unlabelled, unseen words"),
                                 ("inductive", "held-out (theta)")]))
@@ -575,12 +646,13 @@ def part_pos(args):
 def part_ocr(args):
     """(b) OCR handwriting."""
     images, labels, _ = read_ocr_letters(args.data_dir / "ocr" / "letters-folds0-4.data.gz")
-    settings = dict(OCR_SETTINGS, **(OCR_QUICK if args.quick else {}))
+    settings = {**OCR_SETTINGS, **(OCR_ORDER2 if args.order == 2 else {}),
+                **(OCR_QUICK if args.quick else {})}
     vectors = ocr_graph_vectors(images, settings["sigma"])
     records = run_or_read("ocr", args, lambda draw: ocr_draw(draw, images, labels, vectors,
                                                             settings), settings)
     print(f"\n### (b) Handwriting, OCR letters: {settings['per_word']} labelled words per "
-          f"word type, {len(records)} draws\n")
+          f"word type, order {settings['order']}, {len(records)} draws\n")
     print(error_table(records, [("transductive", "letter error, unlabelled words"),
                                 ("theta_transductive", "theta's letter error")]))
     cuts = [100 * (1 - record["rows"]["PR"]["transductive"]
@@ -643,6 +715,9 @@ def main(argv=None):
                         "from all with --report (default: /tmp/bench_graph_pr_PART.json)")
     parser.add_argument("--report", action="store_true",
                         help="print the tables of parts pos and ocr from --json, run nothing")
+    parser.add_argument("--order", type=int, choices=(1, 2), default=1,
+                        help="the CRFs' order in parts pos and ocr (order 2 on pos needs the "
+                        "order-1 draws in --json: it takes their lambda and T)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: few sentences, draws and EM iterations")
     parser.add_argument("--repeat", type=int, default=25,
