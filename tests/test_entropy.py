@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+from enumeration_oracles import covariance, span_entropy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
@@ -40,10 +41,6 @@ def indicator_features(paths, n_labels):
     return np.concatenate([unary, transition], axis=1).astype(float)
 
 
-def covariance(p, g, features):
-    return p @ (g[:, None] * features) - (p @ g) * (p @ features)
-
-
 chains = st.tuples(st.integers(1, 6), st.integers(1, 4), st.integers(0, 2**32 - 1),
                    st.sampled_from([0.5, 2.0]))
 
@@ -76,11 +73,7 @@ def test_subsequence_entropy_matches_enumeration(chain, data):
     start = data.draw(st.integers(0, n - 1))
     stop = data.draw(st.integers(start + 1, n))
     paths, p, _ = enumerate_posterior(unary, transition)
-    spans = {}
-    for path, probability in zip(map(tuple, paths[:, start:stop]), p):
-        spans[path] = spans.get(path, 0.0) + probability
-    q = np.array(list(spans.values()))
-    expected = -(q[q > 0] * np.log(q[q > 0])).sum()
+    expected = span_entropy(paths, p, start, stop)
     assert subsequence_entropy(unary, transition, start, stop) == pytest.approx(expected,
                                                                                 abs=1e-10)
 

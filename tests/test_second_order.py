@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+from enumeration_oracles import covariance, span_entropy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
@@ -55,11 +56,6 @@ def random_chain(n, n_labels, seed, scale):
 
 chains = st.tuples(st.integers(1, 6), st.integers(1, 4), st.integers(0, 2**32 - 1),
                    st.sampled_from([0.5, 3.0]))
-
-
-def covariance(p, g, features):
-    mean = p @ g
-    return np.tensordot(p * (g - mean), features, axes=1)
 
 
 @settings(max_examples=120, deadline=None)
@@ -127,11 +123,7 @@ def test_span_entropies_match_enumeration(chain, data):
     start = data.draw(st.integers(0, n - 1))
     stop = data.draw(st.integers(start + 1, n))
     paths, p, *_ = enumerate_posterior(unary, transition)
-    spans = {}
-    for path, prob in zip(map(tuple, paths[:, start:stop]), p):
-        spans[path] = spans.get(path, 0.0) + prob
-    probs = np.array(list(spans.values()))
-    expected = -(probs * np.log(probs)).sum()
+    expected = span_entropy(paths, p, start, stop)
     assert abs(subsequence_entropy(unary, transition, start, stop) - expected) < 1e-10
 
 
