@@ -10,6 +10,7 @@ from .natural_gradient import NaturalGradientCRF
 from .self_training import SelfTrainingCRF
 from .semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
 from .sequences import SequenceMatrix
+from .word_clusters import WordClusters
 
 __version__ = "0.1.0.dev0"
 
@@ -24,6 +25,7 @@ __all__ = [
     "SequenceVectorizer",
     "WindowFeatures",
     "WindowRows",
+    "WordClusters",
     "SequenceMatrix",
     "SimilarityGraph",
     "inference",

@@ -22,11 +22,13 @@ from operator import itemgetter
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import as_sequence_list, matrices_to_sequence_matrix
 from .sequences import SequenceMatrix
+from .word_clusters import WordClusters
 
 __all__ = ["SequenceVectorizer", "WindowFeatures", "WindowRows"]
 
@@ -578,6 +580,14 @@ class _StatelessTransformer(TransformerMixin, BaseEstimator):
         return tags
 
 
+def _is_fitted(estimator):
+    try:
+        check_is_fitted(estimator)
+    except NotFittedError:
+        return False
+    return True
+
+
 def _check_window(window):
     """``window`` as an int, or a ValueError unless it is a non-negative int."""
     if not isinstance(window, numbers.Integral) or isinstance(window, bool) or window < 0:
@@ -585,7 +595,7 @@ def _check_window(window):
     return int(window)
 
 
-class WindowFeatures(_StatelessTransformer):
+class WindowFeatures(TransformerMixin, BaseEstimator):
     """Standard token features from plain token sequences, in sklearn-crfsuite's format.
 
     Turns each token into a dict of features of the token and of its neighbours, ready for
@@ -626,17 +636,34 @@ class WindowFeatures(_StatelessTransformer):
     bos_eos : bool, default=True
         Whether to add ``"BOS": True`` to the first token of each sequence and
         ``"EOS": True`` to the last.
+    clusters : WordClusters or None, default=None
+        Word clusters whose features (``"cluster64"``, ...: see
+        `WordClusters.get_feature_names_out`) are added to each token's own features, and
+        so, within ``window``, to its neighbours' (``"-1:cluster64"``, ...). Words outside
+        the clusters' vocabulary get none. ``fit`` learns the clusters from the sentences of
+        ``X`` (labelled and unlabelled alike) unless they are fitted already.
+    refit_clusters : bool, default=False
+        Whether ``fit`` refits ``clusters`` even when they are fitted already.
+
+    Attributes
+    ----------
+    clusters_ : WordClusters
+        Only with ``clusters``: the clusters ``transform`` uses, fitted on ``fit``'s ``X``
+        (a clone of ``clusters``), or ``clusters`` itself when it was fitted already.
 
     See Also
     --------
     SequenceVectorizer : Turns the feature dicts into a `SequenceMatrix`.
+    WordClusters : Word clusters learned from unlabelled sentences.
 
     Notes
     -----
-    The transformer is stateless: ``fit`` only checks the parameters. All tokens of a
-    sequence must have the same number of columns. False flags are kept in the dicts (as in
-    the sklearn-crfsuite tutorial) so that every token has the same keys; `SequenceVectorizer`
-    and CRFsuite give them no weight.
+    Without ``clusters`` the transformer is stateless: ``fit`` only checks the parameters,
+    and ``transform`` needs no ``fit``. In a `~sklearn.pipeline.Pipeline` whose ``X`` holds
+    the unlabelled sentences too (their labels None), the clusters are learned from all of
+    them. All tokens of a sequence must have the same number of columns. False flags are
+    kept in the dicts (as in the sklearn-crfsuite tutorial) so that every token has the same
+    keys; `SequenceVectorizer` and CRFsuite give them no weight.
 
     Examples
     --------
@@ -661,6 +688,8 @@ class WindowFeatures(_StatelessTransformer):
         word_shape=True,
         column_prefixes=(2,),
         bos_eos=True,
+        clusters=None,
+        refit_clusters=False,
     ):
         self.window = window
         self.suffixes = suffixes
@@ -668,6 +697,50 @@ class WindowFeatures(_StatelessTransformer):
         self.word_shape = word_shape
         self.column_prefixes = column_prefixes
         self.bos_eos = bos_eos
+        self.clusters = clusters
+        self.refit_clusters = refit_clusters
+
+    def fit(self, X, y=None):
+        """Check the parameters and learn the word clusters, if any, from ``X``.
+
+        Parameters
+        ----------
+        X : sequence of sequences of tokens
+            As for ``transform``; every sentence counts for the clusters, labelled or not.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : WindowFeatures
+        """
+        self._check_params()
+        if self.clusters is None:
+            return self  # stateless
+        if _is_fitted(self.clusters) and not self.refit_clusters:
+            self.clusters_ = self.clusters
+        else:
+            self.clusters_ = clone(self.clusters).fit(X)
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = self.clusters is not None
+        tags.input_tags.two_d_array = False
+        return tags
+
+    def _fitted_clusters(self):
+        """The clusters ``transform`` uses (None without clusters)."""
+        if self.clusters is None:
+            return None
+        if hasattr(self, "clusters_"):
+            return self.clusters_
+        if _is_fitted(self.clusters):
+            return self.clusters
+        raise NotFittedError(
+            "This WindowFeatures has unfitted clusters: call fit (which learns them from "
+            "X) before transform, or pass fitted WordClusters"
+        )
 
     def transform(self, X):
         """Build the feature dicts of every token.
@@ -685,7 +758,10 @@ class WindowFeatures(_StatelessTransformer):
         """
         window, suffixes, prefixes, column_prefixes = self._check_params()
         _check_corpus(X)
-        token_values = _TokenValues(suffixes, prefixes, self.word_shape, column_prefixes)
+        clusters = self._fitted_clusters()
+        token_values = _TokenValues(
+            suffixes, prefixes, self.word_shape, column_prefixes, clusters
+        )
         keys_by_length = _WindowKeys(
             window, token_values.word_names, token_values.column_names
         )
@@ -712,6 +788,12 @@ class WindowFeatures(_StatelessTransformer):
                 token_features.update(
                     zip(keys[left][right], flat[(j - left) * m:(j + right + 1) * m])
                 )
+                if clusters is not None:
+                    # Words outside the clusters' vocabulary have None: no feature.
+                    token_features = {
+                        key: value for key, value in token_features.items()
+                        if value is not None
+                    }
                 if bos_eos:
                     if j == 0:
                         token_features["BOS"] = True
@@ -736,6 +818,10 @@ class WindowFeatures(_StatelessTransformer):
             ):
                 raise ValueError(f"{name} must be a tuple of positive ints, got {value!r}")
             lengths.append(tuple(int(k) for k in value))
+        if self.clusters is not None and not isinstance(self.clusters, WordClusters):
+            raise TypeError(
+                f"clusters must be a WordClusters or None, got {type(self.clusters).__name__}"
+            )
         return (window, *lengths)
 
 
@@ -746,9 +832,10 @@ class _TokenValues(dict):
     on first use, and checked then.
     """
 
-    def __init__(self, suffixes, prefixes, word_shape, column_prefixes):
+    def __init__(self, suffixes, prefixes, word_shape, column_prefixes, clusters=None):
         super().__init__()
         self.word_shape = word_shape
+        self.clusters = clusters
         self.word_slices = _slicer(
             [slice(-k, None) for k in suffixes] + [slice(None, k) for k in prefixes]
         )
@@ -764,6 +851,8 @@ class _TokenValues(dict):
                 "word.has_hyphen",
                 "word.has_digit",
             ]
+        if clusters is not None:
+            self.word_names += list(clusters.get_feature_names_out())
         self.column_names = [""] + [f"[:{k}]" for k in column_prefixes]
 
     def __missing__(self, token):
@@ -782,6 +871,8 @@ class _TokenValues(dict):
                 "-" in word,
                 not _DIGITS.isdisjoint(word),
             )
+        if self.clusters is not None:
+            values += self.clusters.word_features(word)
         for column in columns:
             values += (column, *self.column_slices(column))
         self[token] = values
