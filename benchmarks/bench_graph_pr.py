@@ -42,6 +42,10 @@ Parts, chosen by name with ``--parts`` (default: all of them):
     in bytes per vertex and neighbour; the slopes are the log-log growth of time and peak
     against the previous size. Reading the input is not measured.
 
+``--clusters`` (issue #13) adds to the POS features the `WordClusters` of each draw's
+labelled and unlabelled sentences (``min_count=2``); lambda and T are the order-1 run's, as
+at order 2, so that the features are all that differs.
+
 ``--order 2`` runs parts ``pos`` and ``ocr`` with second-order CRFs (issue #12): every CRF
 row (CRF, GP->CRF, PR1, PR) at order 2, its ``c2`` and ``c2_transitions`` chosen together
 by the cross-validation (``c2_transitions`` from {c2, 0.1, 0.01}); sklearn-crfsuite stays
@@ -88,9 +92,18 @@ from pathlib import Path
 import numpy as np
 from conll_features import DEFAULT_DATA
 from scipy.ndimage import gaussian_filter
+from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold
 
-from sklearn_ssl_crf import CRF, GraphPRCRF, GraphPropagation, WindowFeatures, WindowRows, graph
+from sklearn_ssl_crf import (
+    CRF,
+    GraphPRCRF,
+    GraphPropagation,
+    WindowFeatures,
+    WindowRows,
+    WordClusters,
+    graph,
+)
 from sklearn_ssl_crf._threads import single_threaded_blas
 from sklearn_ssl_crf._validation import encode_labels
 from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
@@ -235,6 +248,10 @@ POS_SETTINGS = {"held_out": 500, "labelled": 100, "unlabelled": 0, "cv_em_iterat
 # take each draw's lambda and T from its order-1 run ("order-1 schedule"), so that the order
 # (and the CRF's priors, chosen by CV at each order) is all that differs.
 POS_ORDER2 = {"order": 2, "protocol": "order-1 schedule"}
+# With --clusters (issue #13) the POS features add `WordClusters` learned from the draw's
+# labelled and unlabelled sentences; lambda and T are again the order-1 run's.
+POS_CLUSTERS = {"clusters": {"n_clusters": [64, 256, 1024], "min_count": 2, "random_state": 0},
+                "protocol": "order-1 schedule"}
 POS_QUICK = {"held_out": 200, "labelled": 60, "unlabelled": 300, "cv_em_iterations": 2}
 # Order 1 keeps the features and folds of issue #11's run. Order 2 has the paper's emissions
 # (the letter's own pixels, window 0) and folds holding one word of each type each, as the
@@ -398,7 +415,10 @@ def pos_draw(draw, sentences, tags, settings, schedule=None):
     pool = order[n_held:]
     if settings["unlabelled"]:
         pool = pool[:n_labelled + settings["unlabelled"]]
-    X_pool = POS_FEATURES.fit_transform([sentences[i] for i in pool])
+    features = POS_FEATURES
+    if settings.get("clusters"):
+        features = clone(POS_FEATURES).set_params(clusters=WordClusters(**settings["clusters"]))
+    X_pool = features.fit_transform([sentences[i] for i in pool])
     gold = [tags[i] for i in pool[n_labelled:]]
     gold_held = [tags[i] for i in held]
     seen = {token["word.lower"] for sequence in X_pool[:n_labelled] for token in sequence}
@@ -416,7 +436,7 @@ def pos_draw(draw, sentences, tags, settings, schedule=None):
     graph = trigram_graph(X_pool, n_neighbors=TRIGRAM_NEIGHBORS)
     graph_seconds = time.perf_counter() - started
     data = Draw(X_pool, [tags[i] for i in pool[:n_labelled]], gold, graph, score, X_pool,
-                random_folds(n_labelled), POS_FEATURES.fit_transform([sentences[i] for i in held]))
+                random_folds(n_labelled), features.transform([sentences[i] for i in held]))
     record = run_draw(data, settings, {"decoding": "posterior"}, schedule)
     record["timings"]["graph"] = graph_seconds
     record.update(n_unseen=int(unseen.sum()), n_vertices=graph.n_vertices)
@@ -619,7 +639,8 @@ def part_pos(args):
     sentences = splits["dev"][0] + splits["test"][0]
     tags = splits["dev"][1] + splits["test"][1]
     first_order = dict(POS_SETTINGS, **(POS_QUICK if args.quick else {}))
-    settings = {**first_order, **(POS_ORDER2 if args.order == 2 else {})}
+    settings = {**first_order, **(POS_ORDER2 if args.order == 2 else {}),
+                **(POS_CLUSTERS if args.clusters else {})}
     schedules = {}
     if settings["protocol"] == "order-1 schedule":
         schedules = {int(draw): (record["lam"], record["em_iterations"])
@@ -627,12 +648,14 @@ def part_pos(args):
         wanted = range(args.first_draw, args.first_draw + args.draws["pos"])
         missing = [draw for draw in wanted if draw not in schedules]
         if missing and not args.report:
-            raise SystemExit(f"order 2 takes lambda and T from the order-1 run: draws {missing} "
+            raise SystemExit(f"order 2 and --clusters take lambda and T from the order-1 run: "
+                             f"draws {missing} "
                              f"are not in {', '.join(map(str, json_paths('pos', args)))}")
     records = run_or_read("pos", args, lambda draw: pos_draw(draw, sentences, tags, settings,
                                                             schedules.get(draw)), settings)
     print(f"\n### (a) POS, UD English-EWT dev + test: {settings['labelled']} labelled "
-          f"sentences, order {settings['order']}, {len(records)} draws\n")
+          f"sentences, order {settings['order']}"
+          f"{', word clusters' if settings.get('clusters') else ''}, {len(records)} draws\n")
     print(error_table(records, [("transductive", "unlabelled, all tokens"),
                                 ("unseen", "unlabelled, unseen words"),
                                 ("inductive", "held-out (theta)")]))
@@ -718,6 +741,10 @@ def main(argv=None):
     parser.add_argument("--order", type=int, choices=(1, 2), default=1,
                         help="the CRFs' order in parts pos and ocr (order 2 on pos needs the "
                         "order-1 draws in --json: it takes their lambda and T)")
+    parser.add_argument("--clusters", action="store_true",
+                        help="part pos: add WordClusters features learned from each draw's "
+                        "sentences (needs the order-1 draws in --json: it takes their lambda "
+                        "and T)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: few sentences, draws and EM iterations")
     parser.add_argument("--repeat", type=int, default=25,

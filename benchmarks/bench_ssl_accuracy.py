@@ -523,8 +523,9 @@ def main():
             run_corpus(corpus, settings, json_paths)
         key = settings_key(settings)
         wanted = {"-"} | {label for label, _ in sizes}
+        draws = range(settings["first_draw"], settings["first_draw"] + settings["draws"])
         records = [r for r in load_results(json_paths) if r["corpus"] == name
-                   and r["settings"] == key and r["size"] in wanted]
+                   and r["settings"] == key and r["size"] in wanted and r["draw"] in draws]
         sections.append(report(corpus, settings, records, sizes))
     text = (f"# Gain from unlabelled sentences over tuned baselines\n\nMachine: "
             f"{platform.machine()}, {os.cpu_count()} cores, Python "
