@@ -9,7 +9,14 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline
 
-from sklearn_ssl_crf import CRF, EntropyRegularizedCRF, WindowFeatures, WordClusters
+from sklearn_ssl_crf import (
+    CRF,
+    EntropyRegularizedCRF,
+    GraphPRCRF,
+    NaturalGradientCRF,
+    WindowFeatures,
+    WordClusters,
+)
 from sklearn_ssl_crf import word_clusters as word_clusters_module
 from sklearn_ssl_crf.datasets import load_bc2gm
 from sklearn_ssl_crf.metrics import span_f1_score
@@ -225,25 +232,36 @@ def test_window_features_fit_learns_the_clusters_from_x(corpus):
     assert len(expected.vocabulary_) > 2
 
 
-def test_pipeline_learns_clusters_from_the_unlabelled_sentences_of_x(corpus):
+SEMI_SUPERVISED_ESTIMATORS = [
+    lambda: EntropyRegularizedCRF(gamma=0.1, proportion_weight=1.0, c2=0.1,
+                                  max_iterations=20),
+    lambda: NaturalGradientCRF(gamma=0.1, proportion_weight=1.0, c2=0.1, max_iterations=3,
+                               batch_size=8, random_state=0),
+    lambda: GraphPRCRF(lam=0.5, em_iterations=2, mstep_iterations=10, c2=0.1),
+]
+
+
+@pytest.mark.parametrize("make_estimator", SEMI_SUPERVISED_ESTIMATORS,
+                         ids=["entropy", "natural-gradient", "graph-pr"])
+def test_pipeline_learns_clusters_from_the_unlabelled_sentences_of_x(corpus, make_estimator):
     class_of = {w: cls for cls, words in WORD_CLASSES.items() for w in words}
     labelled, unlabelled = corpus[:20], corpus[20:600]
     y = [[class_of[w] for w in s] for s in labelled]
     params = dict(n_clusters=(5,), n_components=10, random_state=0)
+    window = dict(window=0, suffixes=(), word_shape=False)
     pipeline = Pipeline([
-        ("features", WindowFeatures(window=0, suffixes=(), word_shape=False,
-                                    clusters=WordClusters(**params))),
-        ("crf", EntropyRegularizedCRF(gamma=0.1, c2=0.1, max_iterations=20)),
+        ("features", WindowFeatures(**window, clusters=WordClusters(**params))),
+        ("crf", make_estimator()),
     ])
     pipeline.fit(labelled + unlabelled, y + [None] * len(unlabelled))
     fitted_clusters = pipeline.named_steps["features"].clusters_
     only_unlabelled = {w for s in unlabelled for w in s} - {w for s in labelled for w in s}
     assert only_unlabelled and only_unlabelled <= set(fitted_clusters.vocabulary_)
     # The same as fitting the steps by hand on every sentence of X.
-    clusters = WordClusters(**params).fit(labelled + unlabelled)
-    features = WindowFeatures(window=0, suffixes=(), word_shape=False, clusters=clusters)
-    model = EntropyRegularizedCRF(gamma=0.1, c2=0.1, max_iterations=20).fit(
-        features.transform(labelled), y, X_unlabeled=features.transform(unlabelled))
+    features = WindowFeatures(**window, clusters=WordClusters(**params).fit(
+        labelled + unlabelled))
+    model = make_estimator().fit(features.transform(labelled), y,
+                                 X_unlabeled=features.transform(unlabelled))
     test = class_corpus(50, seed=1)
     assert pipeline.predict(test) == model.predict(features.transform(test))
 
@@ -261,3 +279,10 @@ def test_clusters_lift_a_crf_on_bc2gm(shared_data):
         model = CRF(c1=0.1, c2=0.1).fit(features.transform(X), y)
         scores.append(span_f1_score(y_dev, model.predict(features.transform(X_dev))))
     assert scores[1] >= scores[0] + 0.02, scores
+
+
+def test_docstring_examples():
+    import doctest
+
+    result = doctest.testmod(word_clusters_module)
+    assert result.attempted > 0 and result.failed == 0
