@@ -1,5 +1,6 @@
 """Tests of `WordClusters` and of its features in `WindowFeatures`."""
 
+import doctest
 import pickle
 from itertools import combinations
 
@@ -282,7 +283,5 @@ def test_clusters_lift_a_crf_on_bc2gm(shared_data):
 
 
 def test_docstring_examples():
-    import doctest
-
     result = doctest.testmod(word_clusters_module)
     assert result.attempted > 0 and result.failed == 0
