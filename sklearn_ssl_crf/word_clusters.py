@@ -316,9 +316,8 @@ class WordClusters(TransformerMixin, BaseEstimator):
         """
         try:
             return self._feature_values[word]
-        except KeyError:
-            pass
-        check_is_fitted(self, "labels_")
+        except (KeyError, AttributeError):  # not seen yet, or not fitted
+            check_is_fitted(self, "labels_")
         row = self.vocabulary_.get(word.lower() if self.lowercase else word)
         if row is None:
             values = (None,) * (len(self.n_clusters_) + len(self._path_lengths))

@@ -154,6 +154,9 @@ def test_unknown_words_and_empty_input(fitted):
     assert the == fitted.transform([["the"]])[0][0]  # lowercased at lookup
     assert fitted.transform([]) == []
     assert fitted.word_features("axolotl") == (None,) * 5
+    for method in (WordClusters().transform, WordClusters().word_features):
+        with pytest.raises(NotFittedError):
+            method([["a"]])
     for empty in ([], [[], []]):
         with pytest.raises(ValueError, match="non-empty corpus"):
             WordClusters().fit(empty)
