@@ -65,8 +65,9 @@ class WordClusters(TransformerMixin, BaseEstimator):
     max_contexts : int, default=10000
         Context words kept: the most frequent ones. Rarer words count as one "rare word"
         context, so memory is bounded by the vocabulary times the contexts kept.
-    min_count : int, default=1
-        Words seen fewer times get no vector and no cluster.
+    min_count : int, default=2
+        Words seen fewer times get no vector and no cluster: the vector of a word seen once
+        rests on a handful of contexts, too few to place it.
     lowercase : bool, default=True
         Whether words are lowercased first (at ``fit`` and at lookup).
     path_lengths : tuple of int, default=()
@@ -138,7 +139,7 @@ class WordClusters(TransformerMixin, BaseEstimator):
         n_components=50,
         context_window=2,
         max_contexts=10000,
-        min_count=1,
+        min_count=2,
         lowercase=True,
         path_lengths=(),
         random_state=None,

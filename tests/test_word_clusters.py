@@ -112,7 +112,7 @@ def test_vocabulary_is_ordered_by_count_and_min_count_drops_rare_words():
                             random_state=0).fit(sentences)
     assert clusters.vocabulary_ == {"a": 0, "b": 1}  # "B" is "b" lowercased; "c" is rare
     np.testing.assert_array_equal(clusters.counts_, [3, 2])
-    cased = WordClusters(n_clusters=(2,), n_components=1, lowercase=False,
+    cased = WordClusters(n_clusters=(2,), n_components=1, lowercase=False, min_count=1,
                          random_state=0).fit(sentences)
     assert set(cased.vocabulary_) == {"a", "b", "B", "c"}
 
@@ -163,10 +163,10 @@ def test_unknown_words_and_empty_input(fitted):
 
 
 def test_tiny_vocabularies_cap_clusters_and_components():
-    clusters = WordClusters(random_state=0).fit([["a", "b"], ["b", "a"]])
+    clusters = WordClusters(random_state=0).fit([["a", "b"], ["b", "a"], ["c"]])
     assert clusters.n_clusters_ == (2, 2, 2)
     assert clusters.n_components_ == 1
-    single = WordClusters(path_lengths=(3,), random_state=0).fit([["a"]])
+    single = WordClusters(path_lengths=(3,), min_count=1, random_state=0).fit([["a"]])
     assert single.word_features("a") == ("0", "0", "0", "")
 
 
@@ -231,7 +231,7 @@ def test_window_features_fit_learns_the_clusters_from_x(corpus):
     expected = clone(unfitted).fit(corpus)
     np.testing.assert_array_equal(features.clusters_.labels_, expected.labels_)
     # A fitted clusters object is refitted on X only when asked.
-    refitted = WindowFeatures(clusters=expected, refit_clusters=True).fit([["x", "y"]])
+    refitted = WindowFeatures(clusters=expected, refit_clusters=True).fit([["x", "y"], ["y", "x"]])
     assert set(refitted.clusters_.vocabulary_) == {"x", "y"}
     assert len(expected.vocabulary_) > 2
 
