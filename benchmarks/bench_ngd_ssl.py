@@ -68,14 +68,14 @@ def main():
         cell = Cell(order[:args.n_labelled],
                     order[args.n_labelled:args.n_labelled + args.n_unlabelled])
         y = [corpus.y_train[i] for i in cell.labelled]
-        X, _, X_dev, _ = cell.matrices(corpus, clusters=False)
+        X, _, X_dev, _ = cell.matrices(corpus, "plain")
         c1, c2 = tuned_crf(X, y, X_dev, corpus.y_dev)
         print(f"draw {draw}: CRF tuned on dev at c1={c1:g}, c2={c2:g}", flush=True)
-        for clusters in (False, True):
-            X, X_unlabelled, _, X_test = cell.matrices(corpus, clusters)
+        for features in ("plain", "clusters"):
+            X, X_unlabelled, _, X_test = cell.matrices(corpus, features)
             for name, model, semi_supervised in models(args.epochs, args.batch_sizes, draw,
                                                        c1, c2):
-                name += " + clusters" if clusters else ""
+                name += "" if features == "plain" else " + clusters"
                 started = time.perf_counter()
                 if semi_supervised:
                     model.fit(X, y, X_unlabeled=X_unlabelled)

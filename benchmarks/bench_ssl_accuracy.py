@@ -14,6 +14,8 @@ Configurations (rows):
 - ``CRF``: our supervised `CRF`;
 - ``CRF + clusters``: the same with the `WordClusters` features of each token and its
   neighbours, the clusters learned from the labelled and unlabelled sentences of the cell;
+  ``+ vectors`` adds the word's dense cluster vector, scaled by 3
+  (``WindowFeatures(word_vectors=3)``);
 - ``entropy g + proportions w`` (and ``+ clusters``): `EntropyRegularizedCRF` with entropy
   weight g and label-proportion weight w (g = 0: proportions alone), starting from the
   supervised optimum and keeping the iterate of best dev span F1.
@@ -81,6 +83,7 @@ TUTORIAL = (0.1, 0.1)
 # BC2GM (g = 0.1, w = 10), over every grid point; the others of issue #3 cost as much again.
 SEMI_SUPERVISED = ((0.1, 10.0),)
 CLUSTERS = dict(n_clusters=(64, 256, 1024), min_count=2, random_state=0)
+VECTOR_SCALE = 3.0
 
 DEFAULTS = {
     "bc2gm": {"n_labelled": 200, "sizes": "1x,5x,all", "draws": 5, "max_iterations": 100},
@@ -99,20 +102,34 @@ class Method:
     clusters: bool = False
     gamma: float = 0.0
     proportion_weight: float = 0.0
+    vectors: bool = False
 
     @property
     def uses_unlabelled(self):
         return self.clusters or self.family == "semi-supervised"
 
+    @property
+    def features(self):
+        """The feature set: 'plain', 'clusters' or 'clusters + vectors'."""
+        if not self.clusters:
+            return "plain"
+        return "clusters + vectors" if self.vectors else "clusters"
+
+
+FEATURE_SUFFIXES = {"plain": "", "clusters": " + clusters",
+                    "clusters + vectors": " + clusters + vectors"}
+
 
 def methods():
     found = [Method("sklearn-crfsuite", "crfsuite"), Method("CRF", "supervised"),
-             Method("CRF + clusters", "supervised", clusters=True)]
-    for clusters in (False, True):
+             Method("CRF + clusters", "supervised", clusters=True),
+             Method("CRF + clusters + vectors", "supervised", clusters=True, vectors=True)]
+    for clusters, vectors in ((False, False), (True, False), (True, True)):
         for g, w in SEMI_SUPERVISED:
             name = f"entropy g={g:g} + proportions w={w:g}" if g else f"proportions w={w:g}"
-            found.append(Method(name + (" + clusters" if clusters else ""), "semi-supervised",
-                                clusters, g, w))
+            method = Method(name, "semi-supervised", clusters, g, w, vectors)
+            found.append(dataclasses.replace(method, name=name
+                                             + FEATURE_SUFFIXES[method.features]))
     return found
 
 
@@ -210,26 +227,30 @@ class Cell:
     unlabelled: np.ndarray
     features: dict = dataclasses.field(default_factory=dict)
 
-    def matrices(self, corpus, clusters):
-        """(labelled, unlabelled, dev, test) `SequenceMatrix`es of one feature set, built
-        on first use; the clusters are learned from the labelled and unlabelled sentences."""
-        if clusters not in self.features:
+    def matrices(self, corpus, features):
+        """(labelled, unlabelled, dev, test) `SequenceMatrix`es of one feature set (see
+        `Method.features`), built on first use; the clusters are learned from the labelled
+        and unlabelled sentences."""
+        if features not in self.features:
             started = time.perf_counter()
             train = [corpus.X_train[i] for i in np.concatenate([self.labelled, self.unlabelled])]
-            window = WindowFeatures(clusters=WordClusters(**CLUSTERS) if clusters else None)
+            clusters = features != "plain"
+            window = WindowFeatures(
+                clusters=WordClusters(**CLUSTERS) if clusters else None,
+                word_vectors=VECTOR_SCALE if features == "clusters + vectors" else None)
             window.fit(train)
             parts = [window.transform(x) for x in (train, corpus.X_dev, corpus.X_test)]
             lengths = np.cumsum([0] + [len(p) for p in parts])
             matrix = SequenceVectorizer().fit_transform([x for p in parts for x in p])
             train, dev, test = (matrix[np.arange(a, b)] for a, b in zip(lengths, lengths[1:]))
             n = len(self.labelled)
-            self.features[clusters] = (train[np.arange(n)], train[np.arange(n, len(train))],
+            self.features[features] = (train[np.arange(n)], train[np.arange(n, len(train))],
                                        dev, test)
             if not clusters:
                 self.dicts = parts[0][:n], parts[2]  # labelled and test, for sklearn-crfsuite
-            print(f"  features ({'clusters' if clusters else 'plain'}) of {len(train):,} "
-                  f"training sentences in {time.perf_counter() - started:.0f} s", flush=True)
-        return self.features[clusters]
+            print(f"  features ({features}) of {len(train):,} training sentences in "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
+        return self.features[features]
 
 
 def parse_sizes(spec, n_labelled, n_rest):
@@ -259,7 +280,7 @@ def scores(y_true, y_pred):
 def fit_one(method, c, corpus, cell, starts, settings):
     c1, c2 = c
     y = [corpus.y_train[i] for i in cell.labelled]
-    X, X_unlabelled, X_dev, X_test = cell.matrices(corpus, method.clusters)
+    X, X_unlabelled, X_dev, X_test = cell.matrices(corpus, method.features)
     started = time.perf_counter()
     record = {}
     if method.family == "crfsuite":
@@ -276,7 +297,7 @@ def fit_one(method, c, corpus, cell, starts, settings):
                 c1=c1, c2=c2, gamma=method.gamma, proportion_weight=method.proportion_weight,
                 max_iterations=settings["max_iterations"])
             model.patience = settings["patience"]
-            model.start = starts.setdefault((method.clusters, c), SupervisedStart())
+            model.start = starts.setdefault((method.features, c), SupervisedStart())
             model.fit(X, y, X_unlabeled=X_unlabelled, X_dev=X_dev, y_dev=corpus.y_dev)
             second = [e for e in model.training_log_ if e["phase"] == "semi-supervised"]
             record.update(best_iteration=model.best_iteration_,

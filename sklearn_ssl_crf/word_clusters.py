@@ -330,6 +330,12 @@ class WordClusters(TransformerMixin, BaseEstimator):
         self._feature_values[word] = values
         return values
 
+    def word_vector(self, word):
+        """The unit-length vector of ``word`` (a row of ``vectors_``), or None if unknown."""
+        check_is_fitted(self, "vectors_")
+        row = self.vocabulary_.get(word.lower() if self.lowercase else word)
+        return None if row is None else self.vectors_[row]
+
     def transform(self, X):
         """The cluster features of every token.
 

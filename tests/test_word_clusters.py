@@ -288,3 +288,20 @@ def test_clusters_lift_a_crf_on_bc2gm(shared_data):
 def test_docstring_examples():
     result = doctest.testmod(word_clusters_module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_window_features_add_the_scaled_vector_of_the_word_only(fitted):
+    features = WindowFeatures(window=1, clusters=fitted, word_vectors=3.0).fit([["a"]])
+    noun, unknown = features.transform([[("noun1", "NN"), ["axolotl", "NN"]]])[0]
+    vector = fitted.vectors_[fitted.vocabulary_["noun1"]]
+    np.testing.assert_allclose([noun[f"vector{k}"] for k in range(len(vector))], 3 * vector,
+                               rtol=1e-6)
+    assert not any(key.startswith("vector") or ":vector" in key for key in unknown)
+    without = WindowFeatures(window=1, clusters=fitted).transform([["noun1", "axolotl"]])[0]
+    assert {k: v for k, v in noun.items() if not k.startswith("vector")} == \
+        {k: v for k, v in without[0].items()} | {"col1": "NN", "col1[:2]": "NN",
+                                               "+1:col1": "NN", "+1:col1[:2]": "NN"}
+    with pytest.raises(ValueError, match="word_vectors needs clusters"):
+        WindowFeatures(word_vectors=1.0).fit([["a"]])
+    with pytest.raises(ValueError, match="word_vectors must be a positive float"):
+        WindowFeatures(clusters=fitted, word_vectors=-1.0).fit([["a"]])
