@@ -253,6 +253,11 @@ class Cell:
         return self.features[features]
 
 
+def parse_grid(spec):
+    """'0:0.01,0.1:1' -> ((0.0, 0.01), (0.1, 1.0))."""
+    return tuple(tuple(float(x) for x in point.split(":")) for point in spec.split(","))
+
+
 def parse_sizes(spec, n_labelled, n_rest):
     """'1x,5x,5000,all' -> [(label, n_sentences)], capped at the sentences available."""
     sizes = []
@@ -363,7 +368,7 @@ def run_corpus(corpus, settings, json_paths):
             for method in chosen:
                 if method.uses_unlabelled == (size_label == "-"):
                     continue
-                for c in GRID:
+                for c in settings["grid"]:
                     if (method.name, draw, size_label, c[0], c[1]) in done:
                         continue
                     record = fit_one(method, c, corpus, cell, starts, settings)
@@ -388,16 +393,17 @@ def _mean_std(values):
     return f"{values.mean():.2f} ± {values.std():.2f}"
 
 
-def tuned(records, method, draw, size):
+def tuned(records, method, draw, size, grid):
     """The record of ``method`` at its grid point of best dev F1 (first of equals)."""
     rows = [r for r in records if r["method"] == method and r["draw"] == draw
             and r["size"] == size]
-    order = {c: k for k, c in enumerate(GRID)}
+    order = {c: k for k, c in enumerate(grid)}
     rows.sort(key=lambda r: order[(r["c1"], r["c2"])])
     return max(rows, key=lambda r: r["dev_f1"]) if rows else None
 
 
 def report(corpus, settings, records, sizes):
+    grid = settings["grid"]
     draws = sorted({r["draw"] for r in records})
     names = [m.name for m in methods() if any(r["method"] == m.name for r in records)]
     unlabelled_names = [m.name for m in methods() if m.uses_unlabelled and m.name in names]
@@ -405,7 +411,7 @@ def report(corpus, settings, records, sizes):
     lines.append(
         f"{settings['n_labelled']} labelled training sentences, {len(draws)} draws (seeds "
         f"{', '.join(map(str, draws))}); test: {len(corpus.y_test):,} sentences; "
-        f"{corpus.dev_note}. Grid (c1, c2): {', '.join(f'({a:g}, {b:g})' for a, b in GRID)}; "
+        f"{corpus.dev_note}. Grid (c1, c2): {', '.join(f'({a:g}, {b:g})' for a, b in grid)}; "
         f"every row is tuned on dev over it (per draw). Semi-supervised phase capped at "
         f"{settings['max_iterations']} L-BFGS iterations, stopped after "
         f"{settings['patience']} without a dev improvement. Test span F1 (%), mean ± std over "
@@ -415,21 +421,23 @@ def report(corpus, settings, records, sizes):
 
     def cell_rows(name, size, draw_list):
         size = "-" if name in ("sklearn-crfsuite", "CRF") else size
-        return [tuned(records, name, d, size) for d in draw_list]
+        return [tuned(records, name, d, size, grid) for d in draw_list]
 
     def best_on_dev(size, draw):
-        candidates = [tuned(records, name, draw, "-") for name in ("CRF",)]
-        candidates += [tuned(records, name, draw, size) for name in unlabelled_names]
+        candidates = [tuned(records, name, draw, "-", grid) for name in ("CRF",)]
+        candidates += [tuned(records, name, draw, size, grid) for name in unlabelled_names]
         return max((r for r in candidates if r is not None), key=lambda r: r["dev_f1"])
 
     header = " | ".join(f"{label} ({n_of[label]:,})" for label in size_labels)
     lines.append(f"| configuration (tuned on dev) | {header} |")
     lines.append("|---|" + "---:|" * len(size_labels))
-    tutorial = [next(r for r in records if r["method"] == "sklearn-crfsuite" and r["draw"] == d
-                     and (r["c1"], r["c2"]) == TUTORIAL) for d in draws]
-    lines.append("| sklearn-crfsuite, c1 = c2 = 0.1 | "
-                 + " | ".join(_mean_std([r["f1"] for r in tutorial]) for _ in size_labels)
-                 + " |")
+    tutorial = [next((r for r in records if r["method"] == "sklearn-crfsuite"
+                      and r["draw"] == d and (r["c1"], r["c2"]) == TUTORIAL), None)
+                for d in draws]
+    if all(tutorial):  # the tutorial's point is on the grid
+        lines.append("| sklearn-crfsuite, c1 = c2 = 0.1 | "
+                     + " | ".join(_mean_std([r["f1"] for r in tutorial]) for _ in size_labels)
+                     + " |")
     for name in names:
         cells = []
         for label in size_labels:
@@ -443,7 +451,7 @@ def report(corpus, settings, records, sizes):
 
     crf = np.array([r["f1"] for r in cell_rows("CRF", "-", draws)])
     suite_tuned = np.array([r["f1"] for r in cell_rows("sklearn-crfsuite", "-", draws)])
-    suite_tutorial = np.array([r["f1"] for r in tutorial])
+    suite_tutorial = np.array([r["f1"] if r else np.nan for r in tutorial])
     lines.append("Gains of the configuration chosen on dev (F1 points, mean; per draw in "
                  "brackets) over the tuned `CRF`, sklearn-crfsuite tuned and at 0.1/0.1:\n")
     for label in size_labels:
@@ -477,12 +485,12 @@ def report(corpus, settings, records, sizes):
                 + f" | {np.mean([r['seconds'] for r in rows]):.1f} |")
     lines.append("\nSupervised rows at each grid point (test span F1 %, mean over draws; in "
                  "brackets, the draws whose dev set chose the point):\n")
-    lines.append("| configuration | " + " | ".join(f"({a:g}, {b:g})" for a, b in GRID) + " |")
-    lines.append("|---|" + "---:|" * len(GRID))
+    lines.append("| configuration | " + " | ".join(f"({a:g}, {b:g})" for a, b in grid) + " |")
+    lines.append("|---|" + "---:|" * len(grid))
     for name in ("sklearn-crfsuite", "CRF"):
-        chosen = [tuned(records, name, d, "-") for d in draws]
+        chosen = [tuned(records, name, d, "-", grid) for d in draws]
         cells = []
-        for c in GRID:
+        for c in grid:
             rows = [r for r in records if r["method"] == name and r["size"] == "-"
                     and (r["c1"], r["c2"]) == c]
             picked = sum((r["c1"], r["c2"]) == c for r in chosen)
@@ -508,6 +516,9 @@ def main():
     parser.add_argument("--methods", help="comma-separated configurations to run (default: "
                                           "all); the report needs CRF and sklearn-crfsuite")
     parser.add_argument("--n-labelled", type=int, help="default: 200 BC2GM, 500 CoNLL")
+    parser.add_argument("--grid", type=parse_grid, default=GRID,
+                        help="(c1, c2) points as 'c1:c2,c1:c2,...' (default: "
+                             + ",".join(f"{a:g}:{b:g}" for a, b in GRID) + ")")
     parser.add_argument("--patience", type=int, default=20,
                         help="stop the semi-supervised phase after this many iterations "
                              "without a dev improvement")
@@ -529,7 +540,7 @@ def main():
     for name in corpora:
         settings = dict(DEFAULTS[name], patience=args.patience, dev_size=args.dev_size,
                         test_size=None, first_draw=args.first_draw, methods=None,
-                        grid=GRID, clusters=CLUSTERS)
+                        grid=args.grid, clusters=CLUSTERS)
         if args.quick:
             settings.update(QUICK)
         for option in ("draws", "max_iterations", "sizes", "n_labelled"):
