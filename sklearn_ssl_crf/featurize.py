@@ -781,6 +781,8 @@ class WindowFeatures(TransformerMixin, BaseEstimator):
         for i, sequence in enumerate(X):
             if type(sequence) is not list:
                 _check_sequence(sequence, i)
+                if vectors is not None:
+                    sequence = list(sequence)  # read twice: for the values, the vectors
             values = token_values.of_sequence(sequence, i)
             if not values:
                 features.append([])

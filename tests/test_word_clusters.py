@@ -301,6 +301,9 @@ def test_window_features_add_the_scaled_vector_of_the_word_only(fitted):
     assert {k: v for k, v in noun.items() if not k.startswith("vector")} == \
         {k: v for k, v in without[0].items()} | {"col1": "NN", "col1[:2]": "NN",
                                                "+1:col1": "NN", "+1:col1[:2]": "NN"}
+    # A sequence given as an iterator is read once for the values and once for the vectors.
+    sentence = [("noun1", "NN"), ("axolotl", "NN")]
+    assert features.transform([iter(sentence)]) == features.transform([sentence])
     with pytest.raises(ValueError, match="word_vectors needs clusters"):
         WindowFeatures(word_vectors=1.0).fit([["a"]])
     with pytest.raises(ValueError, match="word_vectors must be a positive float"):
