@@ -173,6 +173,8 @@ class WordClusters(TransformerMixin, BaseEstimator):
         """
         n_clusters = _positive_ints(self.n_clusters, "n_clusters")
         path_lengths = _positive_ints(self.path_lengths, "path_lengths", allow_empty=True)
+        if isinstance(X, (str, bytes)) or not hasattr(X, "__iter__"):
+            raise TypeError(f"X must be a list of sequences of tokens, got {type(X).__name__}")
         if iter(X) is X:
             raise TypeError(
                 "X must be a sequence (fitting reads it twice), not a one-shot iterator; "

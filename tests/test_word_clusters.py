@@ -199,6 +199,9 @@ def test_bad_input():
         WordClusters().fit([["a"], [3]])
     with pytest.raises(TypeError, match="sequence 0 is a str"):
         WordClusters().fit(["a sentence"])
+    for not_a_corpus in (3, "a sentence"):
+        with pytest.raises(TypeError, match="X must be a list of sequences of tokens"):
+            WordClusters().fit(not_a_corpus)
     with pytest.raises(TypeError, match="not a one-shot iterator"):
         WordClusters().fit(iter([["a"]]))
     with pytest.raises(TypeError, match="clusters must be a WordClusters"):
