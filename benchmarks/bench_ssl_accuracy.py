@@ -18,7 +18,11 @@ Configurations (rows):
   (``WindowFeatures(word_vectors=3)``);
 - ``entropy g + proportions w`` (and ``+ clusters``): `EntropyRegularizedCRF` with entropy
   weight g and label-proportion weight w (g = 0: proportions alone), starting from the
-  supervised optimum and keeping the iterate of best dev span F1.
+  supervised optimum and keeping the iterate of best dev span F1;
+- ``NGD`` and ``NGD entropy g + proportions w`` (and ``+ clusters``): `NaturalGradientCRF`
+  ('arctan', batches of 16, 20 epochs per phase, ``random_state=0``), supervised and with
+  the same unlabelled terms; it has no L1 prior, so it is tuned over the grid's points with
+  c1 = 0. Not run by default (``--methods``).
 
 Every configuration is fitted at every point of one regularisation grid (c1, c2) and the
 point of best dev span F1 is kept, per draw: "tuned" everywhere means chosen on the dev set,
@@ -67,6 +71,7 @@ import sklearn_crfsuite
 from sklearn_ssl_crf import (
     CRF,
     EntropyRegularizedCRF,
+    NaturalGradientCRF,
     SequenceVectorizer,
     WindowFeatures,
     WordClusters,
@@ -84,6 +89,8 @@ TUTORIAL = (0.1, 0.1)
 SEMI_SUPERVISED = ((0.1, 10.0),)
 CLUSTERS = dict(n_clusters=(64, 256, 1024), min_count=2, random_state=0)
 VECTOR_SCALE = 3.0
+# NaturalGradientCRF's settings of issue #4's BC2GM runs (bench_ngd_ssl.py at bd1db82).
+NGD = dict(update="arctan", batch_size=16, max_iterations=20, period=0, random_state=0)
 
 DEFAULTS = {
     "bc2gm": {"n_labelled": 200, "sizes": "1x,5x,all", "draws": 5, "max_iterations": 100},
@@ -98,7 +105,7 @@ QUICK = {"n_labelled": 40, "sizes": "1x", "draws": 1, "max_iterations": 3, "dev_
 @dataclasses.dataclass(frozen=True)
 class Method:
     name: str
-    family: str  # 'crfsuite', 'supervised', 'semi-supervised'
+    family: str  # 'crfsuite', 'supervised', 'semi-supervised', 'ngd'
     clusters: bool = False
     gamma: float = 0.0
     proportion_weight: float = 0.0
@@ -106,7 +113,20 @@ class Method:
 
     @property
     def uses_unlabelled(self):
-        return self.clusters or self.family == "semi-supervised"
+        return self.clusters or self.unlabelled_terms
+
+    @property
+    def unlabelled_terms(self):
+        return bool(self.gamma or self.proportion_weight)
+
+    @property
+    def default(self):
+        """Run when ``--methods`` is not given."""
+        return self.family != "ngd"
+
+    def grid(self, grid):
+        """The points of ``grid`` this configuration is fitted at (NGD has no c1)."""
+        return [c for c in grid if self.family != "ngd" or c[0] == 0]
 
     @property
     def features(self):
@@ -130,6 +150,12 @@ def methods():
             method = Method(name, "semi-supervised", clusters, g, w, vectors)
             found.append(dataclasses.replace(method, name=name
                                              + FEATURE_SUFFIXES[method.features]))
+    for clusters in (False, True):
+        suffix = FEATURE_SUFFIXES["clusters" if clusters else "plain"]
+        found.append(Method("NGD" + suffix, "ngd", clusters))
+        for g, w in SEMI_SUPERVISED:
+            found.append(Method(f"NGD entropy g={g:g} + proportions w={w:g}{suffix}", "ngd",
+                                clusters, g, w))
     return found
 
 
@@ -288,10 +314,14 @@ def fit_one(method, c, corpus, cell, starts, settings):
     X, X_unlabelled, X_dev, X_test = cell.matrices(corpus, method.features)
     started = time.perf_counter()
     record = {}
-    if method.family == "crfsuite":
+    if method.family == "ngd":
+        model = NaturalGradientCRF(**NGD, c2=c2, gamma=method.gamma,
+                                   proportion_weight=method.proportion_weight)
+        model.fit(X, y, X_unlabeled=X_unlabelled if method.unlabelled_terms else None)
+        dev_pred, test_pred = model.predict(X_dev), model.predict(X_test)
+    elif method.family == "crfsuite":
         model = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=c1, c2=c2)
         model.fit(cell.dicts[0], y)
-        predict = model.predict
         dev_pred = model.predict(_dicts_of(corpus.X_dev, cell))
         test_pred = model.predict(cell.dicts[1])
     else:
@@ -307,8 +337,7 @@ def fit_one(method, c, corpus, cell, starts, settings):
             second = [e for e in model.training_log_ if e["phase"] == "semi-supervised"]
             record.update(best_iteration=model.best_iteration_,
                           ssl_iterations=len(second) - 1)
-        predict = model.predict
-        dev_pred, test_pred = predict(X_dev), predict(X_test)
+        dev_pred, test_pred = model.predict(X_dev), model.predict(X_test)
     record.update(seconds=time.perf_counter() - started,
                   dev_f1=span_f1_score(corpus.y_dev, dev_pred),
                   **scores(corpus.y_test, test_pred))
@@ -355,7 +384,8 @@ def run_corpus(corpus, settings, json_paths):
             load_results(json_paths) if r["corpus"] == corpus.name and r["settings"] == key}
     n_labelled = settings["n_labelled"]
     sizes = parse_sizes(settings["sizes"], n_labelled, len(corpus.pool) - n_labelled)
-    chosen = [m for m in methods() if not settings["methods"] or m.name in settings["methods"]]
+    chosen = [m for m in methods() if m.name in settings["methods"]] if settings["methods"] \
+        else [m for m in methods() if m.default]
     first = settings["first_draw"]
     for draw in range(first, first + settings["draws"]):
         order = np.random.default_rng(draw).permutation(corpus.pool)
@@ -368,7 +398,7 @@ def run_corpus(corpus, settings, json_paths):
             for method in chosen:
                 if method.uses_unlabelled == (size_label == "-"):
                     continue
-                for c in settings["grid"]:
+                for c in method.grid(settings["grid"]):
                     if (method.name, draw, size_label, c[0], c[1]) in done:
                         continue
                     record = fit_one(method, c, corpus, cell, starts, settings)
@@ -405,8 +435,11 @@ def tuned(records, method, draw, size, grid):
 def report(corpus, settings, records, sizes):
     grid = settings["grid"]
     draws = sorted({r["draw"] for r in records})
-    names = [m.name for m in methods() if any(r["method"] == m.name for r in records)]
-    unlabelled_names = [m.name for m in methods() if m.uses_unlabelled and m.name in names]
+    found = [m for m in methods() if any(r["method"] == m.name for r in records)]
+    names = [m.name for m in found]
+    # the rows that use no unlabelled sentence are fitted once per draw (size "-")
+    supervised_names = {m.name for m in found if not m.uses_unlabelled}
+    ours = [m.name for m in found if m.family != "crfsuite"]
     lines = [f"## {corpus.name}\n"]
     lines.append(
         f"{settings['n_labelled']} labelled training sentences, {len(draws)} draws (seeds "
@@ -420,12 +453,11 @@ def report(corpus, settings, records, sizes):
     n_of = dict(sizes)
 
     def cell_rows(name, size, draw_list):
-        size = "-" if name in ("sklearn-crfsuite", "CRF") else size
+        size = "-" if name in supervised_names else size
         return [tuned(records, name, d, size, grid) for d in draw_list]
 
     def best_on_dev(size, draw):
-        candidates = [tuned(records, name, draw, "-", grid) for name in ("CRF",)]
-        candidates += [tuned(records, name, draw, size, grid) for name in unlabelled_names]
+        candidates = [cell_rows(name, size, [draw])[0] for name in ours]
         return max((r for r in candidates if r is not None), key=lambda r: r["dev_f1"])
 
     header = " | ".join(f"{label} ({n_of[label]:,})" for label in size_labels)
