@@ -6,6 +6,7 @@ from .featurize import SequenceVectorizer, WindowFeatures, WindowRows
 from .graph import SimilarityGraph
 from .graph_pr import GraphPRCRF
 from .graph_propagation import GraphPropagation
+from .model_files import load, save
 from .natural_gradient import NaturalGradientCRF
 from .self_training import SelfTrainingCRF
 from .semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
@@ -33,4 +34,6 @@ __all__ = [
     "datasets",
     "graph",
     "penalties",
+    "load",
+    "save",
 ]

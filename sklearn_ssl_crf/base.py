@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ._tags import LabelledSequenceTagsMixin
 from ._threads import single_threaded_blas
 from ._validation import (
     as_sequence_list,
@@ -57,7 +58,7 @@ def unlabelled_sequences(sequences, labelled):
     return unlabelled[sequences.lengths[unlabelled] > 0]
 
 
-class BaseCRF(BaseEstimator):
+class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
     """Base class of the linear-chain CRF estimators (not for direct use).
 
     Subclasses learn ``state_weights_`` and ``transition_weights_``; this class turns inputs
@@ -66,6 +67,10 @@ class BaseCRF(BaseEstimator):
     `SequenceMatrix`; y is a list of label sequences, where ``None`` marks an unlabelled
     sequence.
     """
+
+    # sklearn-crfsuite's fitted attributes read as None before fit, as they do there. Class
+    # attributes are not in vars(self), so check_is_fitted still finds an unfitted model.
+    classes_ = size_ = num_attributes_ = attributes_ = training_log_ = None
 
     # -- input ---------------------------------------------------------------------------
 
@@ -167,7 +172,18 @@ class BaseCRF(BaseEstimator):
         return [part.tolist() for part in np.split(labels, sequences.offsets[1:-1])]
 
     def predict_single(self, xseq):
-        """Label sequence of one sequence."""
+        """Label sequence of one sequence.
+
+        Parameters
+        ----------
+        xseq : sequence of feature dicts, or feature matrix
+            One sequence, as one element of the ``X`` of `predict`.
+
+        Returns
+        -------
+        labels : list
+            ``predict([xseq])[0]``.
+        """
         return self.predict([xseq])[0]
 
     def predict_marginals(self, X):
@@ -192,7 +208,18 @@ class BaseCRF(BaseEstimator):
         return [rows[start:stop] for start, stop in zip(offsets[:-1], offsets[1:])]
 
     def predict_marginals_single(self, xseq):
-        """Label marginals of one sequence."""
+        """Label marginals of one sequence.
+
+        Parameters
+        ----------
+        xseq : sequence of feature dicts, or feature matrix
+            One sequence, as one element of the ``X`` of `predict_marginals`.
+
+        Returns
+        -------
+        marginals : list of dict
+            ``predict_marginals([xseq])[0]``: per position, every label's probability.
+        """
         return self.predict_marginals([xseq])[0]
 
     def score(self, X, y):
@@ -322,8 +349,10 @@ class BaseCRF(BaseEstimator):
 
     @property
     def state_features_(self):
-        """``{(attribute, label): weight}`` of every non-zero state weight."""
-        check_is_fitted(self, "state_weights_")
+        """``{(attribute, label): weight}`` of every non-zero state weight; None before
+        fit."""
+        if not hasattr(self, "state_weights_"):
+            return None
         rows, cols = np.nonzero(self.state_weights_)
         weights = self.state_weights_[rows, cols].tolist()
         return {
@@ -335,8 +364,9 @@ class BaseCRF(BaseEstimator):
     def transition_features_(self):
         """``{(label_from, label_to): weight}`` of every non-zero transition weight; at order
         2 also ``{(h, i, j): weight}`` of label triples (``h`` None for a sequence's first
-        two labels) and ``{(h, None, j): weight}`` of skip-bigrams."""
-        check_is_fitted(self, "transition_weights_")
+        two labels) and ``{(h, None, j): weight}`` of skip-bigrams. None before fit."""
+        if not hasattr(self, "transition_weights_"):
+            return None
         names = list(self.classes_) + [None]
         features = {}
         for weights, key in [

@@ -86,7 +86,8 @@ class CRF(BaseCRF):
     attributes_ : list
         Attribute names (column indices for matrix input).
     num_attributes_ : int
-    state_weights_ : ndarray of shape (num_attributes_, n_labels)
+        Number of attributes, ``len(attributes_)``.
+    state_weights_ : ndarray of shape (n_attributes, n_labels)
     transition_weights_ : ndarray of shape (n_labels, n_labels)
         ``transition_weights_[i, j]``: weight of label ``i`` followed by label ``j``.
     trigram_weights_ : ndarray of shape (n_labels + 1, n_labels, n_labels) or None

@@ -22,9 +22,11 @@ __all__ = [
     "load_ocr",
     "load_ud_english_ewt",
     "make_sequences",
+    "read_column_fields",
     "read_columns",
     "read_conllu",
     "read_ocr_letters",
+    "read_text",
 ]
 
 _DOCSTART = "-DOCSTART-"
@@ -47,11 +49,20 @@ def _read_lines(source, encoding):
     read in one go (much faster than iterating)."""
     if hasattr(source, "read"):
         return str(getattr(source, "name", "<file>")), source.read().split("\n")
-    # Universal newlines turn CRLF into LF; splitting on "\n" only (not str.splitlines) keeps
-    # tokens that contain exotic line separators such as U+2028 intact.
     opener = gzip.open if str(source).endswith(".gz") else open
-    with opener(source, "rt", encoding=encoding) as f:
-        return str(source), f.read().split("\n")
+    with opener(source, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ValueError(
+            f"{source}, line {line}: byte {data[error.start:error.start + 1]!r} is not valid "
+            f"{encoding} ({error.reason}); give the file's encoding"
+        ) from None
+    # As universal newlines would: CRLF and CR become LF. Splitting on "\n" only (not
+    # str.splitlines) keeps tokens that contain exotic line separators such as U+2028 intact.
+    return str(source), text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def _column_indices(columns, label_column, n_fields, name, lineno):
@@ -71,6 +82,11 @@ def _column_indices(columns, label_column, n_fields, name, lineno):
 
     label = normalise(label_column, "label_column")
     if columns is None:
+        if n_fields < 2:
+            raise ValueError(
+                f"{name}, line {lineno}: a labelled token line needs a token and a label, "
+                f"found 1 column"
+            )
         return [i for i in range(n_fields) if i != label], label
     if isinstance(columns, numbers.Integral):
         columns = [columns]
@@ -135,35 +151,80 @@ def read_columns(path, columns=None, label_column=-1, sep=None, encoding="utf-8"
     [['He', 'reckons'], ['The']]
     """
     name, lines = _read_lines(path, encoding)
-    sequences, labels = [], []
-    tokens, tags = [], []
-    n_fields = get_token = label = None
+    rows, first_line = _column_rows(name, lines, sep)
+    if not rows:
+        return [], []
+    keep, label = _column_indices(columns, label_column, len(rows[0][0]), name, first_line)
+    # itemgetter returns the bare field for one index and a tuple for several, exactly the
+    # token type documented above.
+    get_token = itemgetter(*keep)
+    sequences = [[get_token(fields) for fields in sentence] for sentence in rows]
+    labels = [[fields[label] for fields in sentence] for sentence in rows]
+    return sequences, labels
+
+
+def read_column_fields(path, sep=None, encoding="utf-8"):
+    """Read a column-formatted file as it is: the fields of every token, no label split.
+
+    The layout is `read_columns`'s (one token per line, a blank line or ``-DOCSTART-`` ends
+    a sentence), with or without a label column: use it for unlabelled column files, or
+    to keep every field of a file.
+
+    Parameters
+    ----------
+    path : str, path-like or text file object
+        The file to read (gzip-compressed when its name ends in ``.gz``).
+    sep : str or None, default=None
+        Field separator; ``None`` splits on runs of whitespace.
+    encoding : str, default="utf-8"
+        Encoding used when ``path`` is a path.
+
+    Returns
+    -------
+    sentences : list of list of list of str
+        The fields of each token of each sentence.
+
+    Raises
+    ------
+    ValueError
+        If a line has a different number of fields than the first token line, or a byte is
+        not valid in ``encoding`` (the message names the file and the line number).
+
+    Examples
+    --------
+    >>> import io
+    >>> from sklearn_ssl_crf.datasets import read_column_fields
+    >>> read_column_fields(io.StringIO("He PRP\\nran VBD\\n\\nGo VB\\n"))
+    [[['He', 'PRP'], ['ran', 'VBD']], [['Go', 'VB']]]
+    """
+    name, lines = _read_lines(path, encoding)
+    return _column_rows(name, lines, sep)[0]
+
+
+def _column_rows(name, lines, sep):
+    """The fields of each token of each sentence, and the line number of the first token;
+    checks that every token line has as many fields as the first."""
+    sentences, sentence = [], []
+    n_fields = first_line = None
     for lineno, line in enumerate(lines, start=1):
         line = line.rstrip()
         fields = line.split(sep) if line else None
         if fields is None or fields[0] == _DOCSTART:
-            if tokens:
-                sequences.append(tokens)
-                labels.append(tags)
-                tokens, tags = [], []
+            if sentence:
+                sentences.append(sentence)
+                sentence = []
             continue
         if n_fields is None:
-            n_fields = len(fields)
-            keep, label = _column_indices(columns, label_column, n_fields, name, lineno)
-            # itemgetter returns the bare field for one index and a tuple for several,
-            # exactly the token type documented above.
-            get_token = itemgetter(*keep)
+            n_fields, first_line = len(fields), lineno
         elif len(fields) != n_fields:
             raise ValueError(
                 f"{name}, line {lineno}: expected {n_fields} columns (as on the first token "
                 f"line), found {len(fields)}"
             )
-        tokens.append(get_token(fields))
-        tags.append(fields[label])
-    if tokens:
-        sequences.append(tokens)
-        labels.append(tags)
-    return sequences, labels
+        sentence.append(fields)
+    if sentence:
+        sentences.append(sentence)
+    return sentences, first_line
 
 
 def read_conllu(path, column="upos", encoding="utf-8"):
@@ -192,8 +253,9 @@ def read_conllu(path, column="upos", encoding="utf-8"):
     Raises
     ------
     ValueError
-        If a non-blank, non-comment line does not have 10 tab-separated fields (the message
-        names the file and the line number), or if ``column`` is unknown.
+        If a non-blank, non-comment line does not have 10 tab-separated fields, or a word's
+        tag is ``_`` (no tag; the message names the file and the line number), or if
+        ``column`` is unknown.
 
     Examples
     --------
@@ -226,12 +288,48 @@ def read_conllu(path, column="upos", encoding="utf-8"):
         fields = _tab_fields(line, _CONLLU_FIELDS, name, lineno)
         if "-" in fields[0] or "." in fields[0]:
             continue
+        if fields[tag_index] == "_":
+            raise ValueError(f"{name}, line {lineno}: the word has no {column} tag ('_')")
         words.append(fields[_CONLLU_FORM])
         tags.append(fields[tag_index])
     if words:
         sequences.append(words)
         labels.append(tags)
     return sequences, labels
+
+
+def read_text(path, encoding="utf-8"):
+    """Read raw text for unlabelled training or tagging: one sentence per line.
+
+    Tokens are separated by runs of whitespace; blank lines are skipped.
+
+    Parameters
+    ----------
+    path : str, path-like or text file object
+        The file to read (gzip-compressed when its name ends in ``.gz``).
+    encoding : str, default="utf-8"
+        Encoding used when ``path`` is a path.
+
+    Returns
+    -------
+    sequences : list of list of str
+        The tokens of each non-blank line.
+
+    Raises
+    ------
+    ValueError
+        If a byte of the file is not valid in ``encoding`` (the message names the file and
+        the line number).
+
+    Examples
+    --------
+    >>> import io
+    >>> from sklearn_ssl_crf.datasets import read_text
+    >>> read_text(io.StringIO("The cat sat .\\n\\nIt ran .\\n"))
+    [['The', 'cat', 'sat', '.'], ['It', 'ran', '.']]
+    """
+    _, lines = _read_lines(path, encoding)
+    return [tokens for tokens in map(str.split, lines) if tokens]
 
 
 def read_ocr_letters(path):

@@ -26,6 +26,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from ._tags import SequenceTagsMixin
 from ._validation import as_sequence_list, matrices_to_sequence_matrix
 from .sequences import SequenceMatrix
 from .word_clusters import WordClusters
@@ -36,7 +37,7 @@ __all__ = ["SequenceVectorizer", "WindowFeatures", "WindowRows"]
 _NAME_COLLECTIONS = (list, tuple, set, frozenset)
 
 
-class SequenceVectorizer(TransformerMixin, BaseEstimator):
+class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
     """Turn sequences of token feature dicts into a `SequenceMatrix`.
 
     Each token becomes one row of a sparse matrix whose columns are attributes. Attribute
@@ -106,6 +107,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
     array([[0., 0., 1., 0.],
            [0., 0., 0., 0.]])
     """
+
+    _token_kinds = ("dict",)
 
     def __init__(self, min_freq=0):
         self.min_freq = min_freq
@@ -233,11 +236,6 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "feature_names_")
         return np.asarray(self.feature_names_, dtype=object)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        return tags
 
     def __getstate__(self):
         # The cache is derived from vocabulary_: rebuilt on loading, not pickled.
@@ -551,7 +549,7 @@ def _names(collection, what):
 _DIGITS = frozenset("0123456789")
 
 
-class _StatelessTransformer(TransformerMixin, BaseEstimator):
+class _StatelessTransformer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
     """Base of the transformers that learn nothing: ``fit`` only checks the parameters
     (subclasses define ``_check_params``)."""
 
@@ -573,11 +571,8 @@ class _StatelessTransformer(TransformerMixin, BaseEstimator):
         self._check_params()
         return self
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.requires_fit = False
-        tags.input_tags.two_d_array = False
-        return tags
+    def _requires_fit(self):
+        return False
 
 
 def _is_fitted(estimator):
@@ -595,7 +590,7 @@ def _check_window(window):
     return int(window)
 
 
-class WindowFeatures(TransformerMixin, BaseEstimator):
+class WindowFeatures(SequenceTagsMixin, TransformerMixin, BaseEstimator):
     """Standard token features from plain token sequences, in sklearn-crfsuite's format.
 
     Turns each token into a dict of features of the token and of its neighbours, ready for
@@ -686,6 +681,8 @@ class WindowFeatures(TransformerMixin, BaseEstimator):
        'word.isdigit': False, 'word.has_hyphen': False, 'word.has_digit': False}]]
     """
 
+    _token_kinds = ("string",)
+
     def __init__(
         self,
         window=1,
@@ -731,11 +728,8 @@ class WindowFeatures(TransformerMixin, BaseEstimator):
             self.clusters_ = clone(self.clusters).fit(X)
         return self
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.requires_fit = self.clusters is not None
-        tags.input_tags.two_d_array = False
-        return tags
+    def _requires_fit(self):
+        return self.clusters is not None
 
     def _fitted_clusters(self):
         """The clusters ``transform`` uses (None without clusters)."""

@@ -134,7 +134,10 @@ all_possible_states, all_possible_transitions, verbose
         token accuracy otherwise.
     termination_condition_ : str
         Why EM stopped.
-    Other attributes as in `CRF`.
+    classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
+trigram_weights_, skip_weights_, state_features_, transition_features_, size_, n_iter_, \
+vectorizer_
+        As in `CRF`.
 
     See Also
     --------

@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._tags import LabelledSequenceTagsMixin
 from ._validation import as_sequence_list, check_labels, concatenate_inputs, encode_labels
 from .base import featurise_training_input
 from .graph import SimilarityGraph, resolve_graph
@@ -22,8 +23,8 @@ from .graph import SimilarityGraph, resolve_graph
 __all__ = ["GraphPropagation"]
 
 
-class GraphPropagation(BaseEstimator):
-    """Graph propagation of token labels (He et al. 2013, eq. 22; Zhu et al. 2003).
+class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
+    """Graph propagation of token labels (He et al. 2013, equation 22; Zhu et al. 2003).
 
     Every vertex of a similarity graph holds a distribution over the labels. A vertex with
     labelled tokens is clamped to the empirical distribution of their labels; every other

@@ -623,11 +623,15 @@ def make_sequence_scorer(score_func, **kwargs):
     return _SequenceScorer(score_func, kwargs)
 
 
+#: Scorer of token accuracy (`flat_accuracy_score`) on the labelled sequences.
 flat_accuracy_scorer = make_sequence_scorer(flat_accuracy_score)
-# Weighted average as in sklearn-crfsuite's tutorials; zero_division=0 is f1_score's default
-# value without the warning for labels never predicted (common in small CV folds).
+#: Scorer of token F1 (`flat_f1_score`), weighted average over labels as in sklearn-crfsuite's
+#: tutorials; ``zero_division=0`` is f1_score's default value without the warning for labels
+#: never predicted (common in small cross-validation folds).
 flat_f1_scorer = make_sequence_scorer(flat_f1_score, average="weighted", zero_division=0)
+#: Scorer of the fraction of sequences labelled entirely right (`sequence_accuracy_score`).
 sequence_accuracy_scorer = make_sequence_scorer(sequence_accuracy_score)
+#: Scorer of conlleval span F1 (`span_f1_score`).
 span_f1_scorer = make_sequence_scorer(span_f1_score)
 
 #: Name -> scorer; also usable whole as a multi-metric ``scoring`` for GridSearchCV.

@@ -128,13 +128,19 @@ class NaturalGradientCRF(BaseCRF):
         The rates tried and their losses (empty when ``eta0`` is given).
     n_iter_ : int
         Epochs run.
-    Other attributes as in `CRF`. `fit` keeps the weights of the epoch with the lowest loss,
-    as CRFsuite does.
+    classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
+trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
+termination_condition_, vectorizer_
+        As in `CRF`.
 
     See Also
     --------
     CRF : batch training by L-BFGS.
     EntropyRegularizedCRF : the semi-supervised objective by L-BFGS.
+
+    Notes
+    -----
+    `fit` keeps the weights of the epoch with the lowest loss, as CRFsuite does.
     """
 
     _parameter_constraints = {

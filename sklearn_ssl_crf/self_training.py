@@ -43,7 +43,12 @@ all_possible_states, all_possible_transitions, verbose, n_jobs
     rounds_ : list of dict
         Per round: ``round``, ``changed_tokens`` (pseudo-labels that changed), ``n_iter``,
         and ``dev_accuracy``, ``dev_span_f1`` with a dev set.
-    Other attributes as in `CRF`; ``training_log_`` covers all rounds (``round`` key).
+    training_log_ : list of dict
+        As in `CRF`, over all rounds (``round`` key).
+    classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
+trigram_weights_, skip_weights_, state_features_, transition_features_, size_, n_iter_, \
+vectorizer_
+        As in `CRF`.
     """
 
     _parameter_constraints = {

@@ -77,7 +77,10 @@ all_possible_states, all_possible_transitions, verbose
         supervised optimum), chosen by dev span F1.
     target_proportions_ : ndarray of shape (n_labels,)
         ``pi``, in the order of ``classes_``.
-    Other attributes as in `CRF`.
+    classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
+trigram_weights_, skip_weights_, state_features_, transition_features_, size_, n_iter_, \
+termination_condition_, vectorizer_
+        As in `CRF`.
 
     See Also
     --------
@@ -227,7 +230,27 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
 
     The same estimator as `EntropyRegularizedCRF` with ``entropy_gradient='covariance'`` by
     default: the published method, slower by a factor of about n S, with the same results.
-    See `EntropyRegularizedCRF` for the parameters.
+    The covariance form is first-order only (``order=1``).
+
+    Parameters
+    ----------
+    entropy_gradient : {'lattice', 'covariance'}, default='covariance'
+        As in `EntropyRegularizedCRF`, whose default is 'lattice'.
+    gamma, proportion_weight, label_proportions, algorithm, c1, c2, order, c2_transitions, \
+max_iterations, num_memories, epsilon, period, delta, min_freq, all_possible_states, \
+all_possible_transitions, verbose, n_jobs
+        As in `EntropyRegularizedCRF`.
+
+    Attributes
+    ----------
+    training_log_, best_iteration_, target_proportions_, classes_, attributes_, \
+num_attributes_, state_weights_, transition_weights_, state_features_, \
+transition_features_, size_, n_iter_, termination_condition_, vectorizer_
+        As in `EntropyRegularizedCRF`.
+
+    See Also
+    --------
+    EntropyRegularizedCRF : the same objective with Mann & McCallum's faster gradient.
     """
 
     def __init__(

@@ -26,6 +26,8 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
+from ._tags import SequenceTagsMixin
+
 __all__ = ["WordClusters"]
 
 # Tokens per block of the co-occurrence count: bounds the temporary arrays of `fit`.
@@ -35,7 +37,7 @@ _BLOCK_TOKENS = 1 << 18
 _CONTEXT_SMOOTHING = 0.75
 
 
-class WordClusters(TransformerMixin, BaseEstimator):
+class WordClusters(SequenceTagsMixin, TransformerMixin, BaseEstimator):
     """Distributional word clusters from unlabelled token sequences.
 
     Fitted on raw token sequences (labels are not used, so fit on the labelled and the
@@ -84,8 +86,8 @@ class WordClusters(TransformerMixin, BaseEstimator):
         are in order of decreasing count.
     counts_ : ndarray of shape (n_words,)
         Occurrences of each word in the fitted sequences.
-    vectors_ : ndarray of shape (n_words, n_components_), float32
-        Unit-length word vectors.
+    vectors_ : ndarray of shape (n_words, n_dimensions), float32
+        Unit-length word vectors; ``n_dimensions`` is ``n_components_``.
     labels_ : ndarray of shape (n_words, len(n_clusters))
         Cluster id of each word at each granularity.
     n_clusters_ : tuple of int
@@ -120,6 +122,8 @@ class WordClusters(TransformerMixin, BaseEstimator):
     >>> cat == dog, unknown
     (True, {})
     """
+
+    _token_kinds = ("string",)
 
     _parameter_constraints = {
         "n_clusters": ["array-like"],
@@ -375,12 +379,6 @@ class WordClusters(TransformerMixin, BaseEstimator):
         self.__dict__.update(state)
         if "labels_" in state:
             self._feature_values = {}
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        return tags
 
 
 def _first_column(token, i, t):

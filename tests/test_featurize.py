@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.pipeline import make_pipeline
+from sklearn.utils.validation import check_is_fitted
 
 from sklearn_ssl_crf import featurize
 from sklearn_ssl_crf.crf import CRF
@@ -567,7 +568,7 @@ def test_window_features_bad_params(params):
 def test_window_features_is_stateless():
     wf = WindowFeatures(window=2, suffixes=(1,))
     assert clone(wf).get_params() == wf.get_params()
-    assert wf.__sklearn_tags__().requires_fit is False
+    check_is_fitted(wf)  # needs no fit (the requires_fit tag: test_conformance.py)
     before = dict(wf.__dict__)
     assert wf.fit([["a"]]) is wf
     assert wf.__dict__ == before
@@ -669,7 +670,7 @@ def test_window_rows_bad_params(params):
 def test_window_rows_is_stateless():
     wr = WindowRows(window=2, bias=False)
     assert clone(wr).get_params() == {"window": 2, "bias": False, "bos_eos": True}
-    assert wr.__sklearn_tags__().requires_fit is False
+    check_is_fitted(wr)  # needs no fit (the requires_fit tag: test_conformance.py)
     before = dict(wr.__dict__)
     X = [np.arange(6.0).reshape(3, 2)]
     assert wr.fit(X) is wr and wr.__dict__ == before

@@ -9,6 +9,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted
 
 from sklearn_ssl_crf import (
     CRF,
@@ -226,7 +227,8 @@ def test_window_features_add_the_clusters_of_the_word_and_its_neighbours(fitted)
 def test_window_features_fit_learns_the_clusters_from_x(corpus):
     unfitted = WordClusters(n_clusters=(5,), n_components=10, random_state=0)
     features = WindowFeatures(clusters=unfitted)
-    assert features.__sklearn_tags__().requires_fit
+    with pytest.raises(NotFittedError):
+        check_is_fitted(features)
     with pytest.raises(NotFittedError, match="unfitted clusters"):
         features.transform([["the"]])
     features.fit(corpus)
@@ -279,13 +281,15 @@ def test_clusters_lift_a_crf_on_bc2gm(shared_data):
     order = np.random.default_rng(0).permutation(len(X_train))
     labelled = order[:200]
     X, y = [X_train[i] for i in labelled], [y_train[i] for i in labelled]
-    X_dev, y_dev = X_devel[:500], y_devel[:500]
+    # The whole devel set: on 500 sentences the gain varied from +0.9 to +7 with the seed.
+    X_dev, y_dev = X_devel, y_devel
     scores = []
     for clusters in (None, WordClusters(n_clusters=(64, 256), min_count=2, random_state=0)):
         features = WindowFeatures(clusters=clusters).fit([X_train[i] for i in order[:5000]])
         model = CRF(c1=0.1, c2=0.1).fit(features.transform(X), y)
         scores.append(span_f1_score(y_dev, model.predict(features.transform(X_dev))))
-    assert scores[1] >= scores[0] + 0.02, scores
+    # +3.1 here with scikit-learn 1.9; +2.1 with 1.3.2, whose MiniBatchKMeans differs.
+    assert scores[1] >= scores[0] + 0.015, scores
 
 
 def test_docstring_examples():

@@ -163,7 +163,7 @@ def minimize_lbfgs(
                 reason = str(stop) or "stopped by callback"
         log.append(entry)
         if verbose:
-            print(_format_entry(entry), flush=True)
+            print(_format_entry(entry, max_iterations), flush=True)
         if reason is not None:
             break
         if error_norm / max(1.0, feature_norm) < epsilon:
@@ -223,11 +223,16 @@ class _History:
         return q
 
 
-def _format_entry(entry):
+def _format_entry(entry, max_iterations):
     standard = {"num", "loss", "feature_norm", "error_norm", "active_features",
                 "n_evaluations", "step", "time"}
     extra = "".join(f" {key}={value:.4f}" for key, value in entry.items()
                     if key not in standard and isinstance(value, float))
+    # A stopping rule may end the run sooner, so the time left is only a bound, and
+    # unknown without max_iterations.
+    if max_iterations:
+        left = entry["time"] / entry["num"] * (max_iterations - entry["num"])
+        extra += f"  at most {left:.0f}s left"
     return (
         f"iter {entry['num']:4d}  loss={entry['loss']:.6g}  |x|={entry['feature_norm']:.4g}"
         f"  |g|={entry['error_norm']:.4g}  evals={entry['n_evaluations']}"

@@ -245,6 +245,7 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
     log = []
     termination = "maximum number of epochs"
     epoch = 0
+    elapsed = 0.0
     for epoch in range(1, max_epochs + 1):
         started = time.perf_counter()
         loss = _epoch_loss(trainer, gradient, epoch_batches())
@@ -259,8 +260,12 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
             entry.update(callback(epoch, trainer))
         log.append(entry)
         if verbose:
+            # "time" is the epoch's; the stopping rule may end the run before max_epochs.
+            elapsed += entry["time"]
+            left = elapsed / epoch * (max_epochs - epoch)
             print(" ".join(f"{key}={value:.6g}" if isinstance(value, float) else
-                           f"{key}={value}" for key, value in entry.items()), flush=True)
+                           f"{key}={value}" for key, value in entry.items()),
+                  f"at most {left:.0f}s left", flush=True)
         if not np.isfinite(loss):
             termination = "the loss is not finite"
             break

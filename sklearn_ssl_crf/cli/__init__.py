@@ -1,0 +1,45 @@
+"""The command line: ``sklearn-ssl-crf`` or ``python -m sklearn_ssl_crf``.
+
+Subcommands ``train``, ``tag``, ``evaluate`` and ``demo`` (the default). Errors in the input
+(a missing or malformed file, a bad setting) print one line naming what is wrong, with the
+file and line where there is one, and exit with status 2.
+"""
+
+import argparse
+import os
+import sys
+
+from . import demo, evaluate, tag, train
+
+_PROG = "sklearn-ssl-crf"
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog=_PROG,
+        description="Semi-supervised linear-chain CRFs: train taggers on labelled and "
+        "unlabelled sentences, tag text, evaluate. With no command, runs the demo.")
+    subparsers = parser.add_subparsers(title="commands", dest="command")
+    for module in (train, tag, evaluate, demo):
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv=None):
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit
+    status."""
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv or ["demo"])
+    try:
+        return args.run(args)
+    except BrokenPipeError:
+        # The reader of our output went away (``| head``): stop quietly, as Python's
+        # documentation advises, with stdout pointed at devnull for the final flush.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (ValueError, OSError, ImportError) as error:
+        # Bad input, not a bug of ours: one line, no traceback (argparse's status for
+        # usage errors is 2 as well).
+        print(f"{_PROG} {args.command}: error: {error}", file=sys.stderr)
+        return 2

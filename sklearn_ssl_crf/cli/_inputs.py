@@ -1,0 +1,129 @@
+"""The command line's input files: labelled, unlabelled and to-be-tagged sentences.
+
+Formats: ``columns`` (one token per line, fields separated by whitespace, a blank line
+between sentences, CoNLL-2000 style), ``conllu`` (Universal Dependencies) and ``text``
+(one sentence per line, whitespace-tokenised; unlabelled only). Every reader error names
+the file and, where there is one, the line.
+"""
+
+from pathlib import Path
+
+from ..datasets import read_column_fields, read_columns, read_conllu, read_text
+
+FORMATS = ("columns", "conllu", "text")
+
+
+def guess_format(path, given):
+    """``given`` if set, else ``conllu`` for ``*.conllu`` files and ``columns`` otherwise."""
+    if given is not None:
+        return given
+    return "conllu" if str(path).removesuffix(".gz").endswith(".conllu") else "columns"
+
+
+def read_labelled(path, file_format, column, token_columns, encoding):
+    """Sentences and labels of a labelled file.
+
+    ``column`` is the label column: an int for column files (default the last), ``upos`` or
+    ``xpos`` for CoNLL-U. ``token_columns`` (list of int or None: all but the label) picks
+    the columns that make a token in column files.
+    """
+    file_format = guess_format(path, file_format)
+    if file_format == "text":
+        raise ValueError(f"{path}: raw text has no labels; give a column or CoNLL-U file")
+    if file_format == "conllu":
+        if token_columns is not None:
+            raise ValueError("--token-columns applies to column files, not CoNLL-U")
+        label = "upos" if column is None else column
+        if label not in ("upos", "xpos"):
+            raise ValueError(f"--column for a CoNLL-U file is upos or xpos, got {label!r}")
+        sequences, labels = read_conllu(path, column=label, encoding=encoding)
+    else:
+        sequences, labels = read_columns(
+            path, columns=token_columns, label_column=_column_index(column), encoding=encoding)
+    _check_not_empty(path, sequences)
+    return sequences, labels
+
+
+def read_unlabelled(path, file_format, token_columns, encoding):
+    """Sentences of an unlabelled file: raw text, or column files whose tokens are
+    ``token_columns`` (default: every column)."""
+    file_format = "text" if file_format is None else file_format
+    if file_format == "text":
+        sequences = read_text(path, encoding=encoding)
+    elif file_format == "conllu":
+        sequences, _ = read_conllu(path, encoding=encoding)
+    else:
+        sequences = _read_token_columns(path, token_columns, encoding)
+    _check_not_empty(path, sequences)
+    return sequences
+
+
+def read_to_tag(path, file_format, token_columns, encoding):
+    """Sentences to tag, with the fields to echo in the output.
+
+    Returns ``(sequences, rows)``: ``rows[i][j]`` is the list of fields printed before the
+    predicted label of token ``j`` of sentence ``i`` (the whole input line for column
+    files, the word for text and CoNLL-U). Tokens of column files are made of their
+    ``token_columns``, as the model was trained on.
+    """
+    file_format = "text" if file_format is None else file_format
+    if len(token_columns) > 1 and file_format != "columns":
+        raise ValueError(
+            f"{path}: the model was trained on tokens of {len(token_columns)} columns (the "
+            f"word and its annotations), but {file_format} input has words only; give a "
+            f"column file with those columns (--format columns)"
+        )
+    if file_format == "columns":
+        rows = read_column_fields(path, encoding=encoding)
+        _check_not_empty(path, rows)
+        if max(token_columns) >= len(rows[0][0]):
+            raise ValueError(
+                f"{path}: its lines have {len(rows[0][0])} columns; the model needs columns "
+                f"{token_columns}, as in its training file")
+        sequences = [[_pick(fields, token_columns) for fields in sentence] for sentence in rows]
+        return sequences, rows
+    if file_format == "conllu":
+        sequences, _ = read_conllu(path, encoding=encoding)
+    else:
+        sequences = read_text(path, encoding=encoding)
+    _check_not_empty(path, sequences)
+    return sequences, [[[word] for word in sentence] for sentence in sequences]
+
+
+def _pick(fields, keep):
+    """A token made of the ``keep`` fields: the str for one, else a tuple."""
+    return fields[keep[0]] if len(keep) == 1 else tuple(fields[i] for i in keep)
+
+
+def _read_token_columns(path, token_columns, encoding):
+    """Tokens of an unlabelled column file made of ``token_columns`` (default: all)."""
+    rows = read_column_fields(path, encoding=encoding)
+    if not rows:
+        return rows
+    n_fields = len(rows[0][0])
+    keep = list(range(n_fields)) if token_columns is None else token_columns
+    if not all(-n_fields <= i < n_fields for i in keep):
+        raise ValueError(f"{path}: --token-columns {keep} do not exist in a line of "
+                         f"{n_fields} columns")
+    return [[_pick(fields, keep) for fields in sentence] for sentence in rows]
+
+
+def _column_index(column):
+    if column is None:
+        return -1
+    try:
+        return int(column)
+    except ValueError:
+        raise ValueError(f"--column for a column file is a column number, got {column!r}") \
+            from None
+
+
+def _check_not_empty(path, sequences):
+    if not sequences:
+        raise ValueError(f"{path}: no sentences (the file is empty)")
+
+
+def check_readable(path):
+    """A clear error for a missing input file, before any work."""
+    if not Path(path).is_file():
+        raise ValueError(f"{path}: no such file")

@@ -1,0 +1,43 @@
+"""``evaluate``: a saved model on a labelled file, with conlleval's span report."""
+
+from ..metrics import (
+    flat_classification_report,
+    sequence_accuracy_score,
+    span_classification_report,
+)
+from ._inputs import check_readable, read_labelled
+from ._model import load_tagger
+from ._scores import has_spans, scores
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser(
+        "evaluate", help="score a saved model on a labelled file",
+        description="Score a model written by train on a labelled file (the training "
+        "file's format): per-label span precision, recall and F1 as conlleval computes them "
+        "(per-label token scores for labels without spans), token and sentence accuracy.")
+    parser.add_argument("model", help="model file written by train --model")
+    parser.add_argument("input", help="labelled file")
+    parser.add_argument("--column", help="label column (default: as in training)")
+    parser.add_argument("--encoding", default="utf-8", help="encoding of the input file")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args):
+    tagger = load_tagger(args.model)
+    check_readable(args.input)
+    info = tagger.info
+    column = info["label_column"] if args.column is None else args.column
+    token_columns = None if info["format"] == "conllu" else tagger.token_columns
+    X, y = read_labelled(args.input, info["format"], column, token_columns, args.encoding)
+    predicted = tagger.estimator.predict(tagger.features.transform(X))
+    classes = tagger.estimator.classes_
+    if has_spans(classes):
+        print(span_classification_report(y, predicted, digits=4))
+    else:
+        print(flat_classification_report(y, predicted, digits=4))
+    result = scores(y, predicted, classes)
+    result["sentence accuracy"] = sequence_accuracy_score(y, predicted)
+    print("\n".join(f"{name:<18}{value:.4f}" for name, value in result.items()))
+    return 0

@@ -1,0 +1,64 @@
+"""``tag``: label raw text or a column file with a saved model, in column output."""
+
+import sys
+
+from ._inputs import FORMATS, check_readable, read_to_tag
+from ._model import load_tagger
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser(
+        "tag", help="label sentences with a saved model",
+        description="Label the sentences of a file with a model written by train. Output: "
+        "one token a line, its input fields and the predicted label, tab-separated; a blank "
+        "line between sentences.")
+    parser.add_argument("model", help="model file written by train --model")
+    parser.add_argument("input", help="sentences to label")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="input format (default text: one sentence a line, "
+                        "whitespace-tokenised; columns: the model's token columns first)")
+    parser.add_argument("--marginals", action="store_true",
+                        help="add each label's marginal probability as further columns")
+    parser.add_argument("--entropy", action="store_true",
+                        help="write '# entropy = H' (nats) before each sentence")
+    parser.add_argument("--output", help="file to write (default: standard output)")
+    parser.add_argument("--encoding", default="utf-8", help="encoding of the input file")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args):
+    tagger = load_tagger(args.model)
+    check_readable(args.input)
+    sequences, rows = read_to_tag(args.input, args.format, tagger.token_columns,
+                                  args.encoding)
+    features = tagger.features.transform(sequences)
+    estimator = tagger.estimator
+    predicted = estimator.predict(features)
+    marginals = estimator.predict_marginals(features) if args.marginals else None
+    entropies = estimator.predict_entropy(features) if args.entropy else None
+    with (open(args.output, "w", encoding="utf-8") if args.output else _stdout()) as out:
+        if args.marginals:
+            out.write("# marginal columns: " + " ".join(map(str, estimator.classes_)) + "\n")
+        for i, (sentence, labels) in enumerate(zip(rows, predicted)):
+            if args.entropy:
+                out.write(f"# entropy = {entropies[i]:.4f}\n")
+            for j, (fields, label) in enumerate(zip(sentence, labels)):
+                columns = [*fields, label]
+                if args.marginals:
+                    columns += [f"{marginals[i][j][c]:.4f}" for c in estimator.classes_]
+                out.write("\t".join(columns) + "\n")
+            out.write("\n")
+    return 0
+
+
+class _stdout:
+    """Standard output as a context manager that does not close it."""
+
+    def __enter__(self):
+        return sys.stdout
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        return False
+

@@ -1,0 +1,266 @@
+"""``train``: fit any estimator of the package on files, choose its settings on a dev file,
+and write the model file."""
+
+import contextlib
+import itertools
+import sys
+import time
+
+from sklearn.pipeline import Pipeline
+
+from ..crf import CRF
+from ..featurize import WindowFeatures
+from ..graph_pr import GraphPRCRF
+from ..model_files import save
+from ..natural_gradient import NaturalGradientCRF
+from ..self_training import SelfTrainingCRF
+from ..semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
+from ..word_clusters import WordClusters
+from ._inputs import FORMATS, check_readable, guess_format, read_labelled, read_unlabelled
+from ._scores import scores as dev_scores
+from ._scores import selection_score
+
+ESTIMATORS = {
+    "crf": CRF,
+    "entropy": EntropyRegularizedCRF,
+    "jiao": SemiSupervisedCRF,
+    "self-training": SelfTrainingCRF,
+    "ngd": NaturalGradientCRF,
+    "graph-pr": GraphPRCRF,
+}
+# The settings a user may give several values of, to be chosen on the dev file; and the
+# methods that use each (the others do not take it).
+GRID = {
+    "c1": ("crf", "entropy", "jiao", "self-training", "graph-pr"),
+    "c2": tuple(ESTIMATORS),
+    "gamma": ("entropy", "jiao", "ngd"),
+    "proportion_weight": ("entropy", "jiao", "ngd"),
+    "lam": ("graph-pr",),
+}
+NEEDS_UNLABELLED = ("entropy", "jiao", "self-training", "graph-pr")
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser(
+        "train", help="train a tagger on labelled (and unlabelled) files",
+        description="Train any estimator of the package on a labelled file and, for the "
+        "semi-supervised methods, unlabelled files; choose settings on a dev file when "
+        "several values are given; write the model with --model.")
+    data = parser.add_argument_group("data")
+    data.add_argument("train", help="labelled training file (column file or CoNLL-U)")
+    data.add_argument("--format", choices=("columns", "conllu"),
+                      help="format of the labelled files (default: conllu for *.conllu, "
+                      "else columns)")
+    data.add_argument("--column", help="label column: its number in column files (default "
+                      "-1, the last), upos or xpos in CoNLL-U (default upos)")
+    data.add_argument("--token-columns", type=int, nargs="+", metavar="N",
+                      help="columns of a column file that make a token (default: all but "
+                      "the label; 0 for the words only, e.g. to match raw unlabelled text)")
+    data.add_argument("--unlabelled", nargs="+", default=[], metavar="FILE",
+                      help="unlabelled sentences (used by every method but crf)")
+    data.add_argument("--unlabelled-format", choices=FORMATS, default="text",
+                      help="format of the unlabelled files (default text: one sentence a "
+                      "line, whitespace-tokenised)")
+    data.add_argument("--dev", help="labelled dev file (format of the training file): "
+                      "reported, and used to choose among several setting values")
+    data.add_argument("--encoding", default="utf-8", help="encoding of every input file")
+
+    model = parser.add_argument_group("model")
+    model.add_argument("--method", choices=tuple(ESTIMATORS), default="crf",
+                       help="crf: supervised; entropy: entropy regularisation (Mann & "
+                       "McCallum 2007) with label proportions; jiao: Jiao et al. 2006; "
+                       "self-training; ngd: natural-gradient SGD; graph-pr: graph-based "
+                       "posterior regularisation (He et al. 2013). Default crf")
+    model.add_argument("--order", type=int, choices=(1, 2), default=1,
+                       help="Markov order of the label chain (default 1)")
+    model.add_argument("--c1", type=float, nargs="+", default=[0.0], help="L1 strength")
+    model.add_argument("--c2", type=float, nargs="+", default=[1.0],
+                       help="L2 strength (default 1, CRFsuite's; on small labelled sets "
+                       "about labelled sentences / 10,000 does better)")
+    model.add_argument("--gamma", type=float, nargs="+", default=[0.1],
+                       help="entropy weight (entropy, jiao, ngd; default 0.1)")
+    model.add_argument("--proportion-weight", type=float, nargs="+", default=[10.0],
+                       help="label-proportion weight (entropy, jiao, ngd; default 10)")
+    model.add_argument("--lam", type=float, nargs="+", default=[1.0],
+                       help="graph regularisation strength (graph-pr; default 1)")
+    model.add_argument("--max-iterations", type=int,
+                       help="L-BFGS iterations (NGD: epochs); default: until converged")
+    model.add_argument("--max-rounds", type=int, default=10, help="self-training rounds")
+    model.add_argument("--em-iterations", type=int, default=20, help="graph-pr EM rounds")
+    model.add_argument("--batch-size", type=int, default=16, help="ngd mini-batch size")
+    model.add_argument("--n-jobs", type=int, help="processes for the sums over sentences")
+    model.add_argument("--random-state", type=int, default=0,
+                       help="seed (ngd's shuffling, the word clusters)")
+
+    features = parser.add_argument_group("features (WindowFeatures)")
+    features.add_argument("--window", type=int, default=1,
+                          help="neighbours on each side whose features are used")
+    features.add_argument("--suffixes", type=int, nargs="*", default=[2, 3],
+                          help="suffix lengths (none: no suffixes)")
+    features.add_argument("--no-word-shape", action="store_true",
+                          help="leave out the case, digit and hyphen flags")
+    features.add_argument("--clusters", action="store_true",
+                          help="add word clusters learned from the training and unlabelled "
+                          "sentences (WordClusters)")
+    features.add_argument("--word-vectors", type=float, metavar="SCALE",
+                          help="with --clusters, add the word's vector at this scale (3 did "
+                          "best on BC2GM)")
+
+    parser.add_argument("--model", help="file to write the fitted model to (*.skops: the "
+                        "skops format, else joblib)")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args):
+    progress = _Progress(args.quiet)
+    check = [args.train, *args.unlabelled] + ([args.dev] if args.dev else [])
+    for path in check:
+        check_readable(path)
+    settings = _settings(args)
+    if args.method in NEEDS_UNLABELLED and not args.unlabelled:
+        raise ValueError(f"--method {args.method} needs --unlabelled files")
+    if len(settings) > 1 and not args.dev:
+        raise ValueError("several setting values need --dev to choose among them")
+
+    file_format = guess_format(args.train, args.format)
+    X, y = read_labelled(args.train, file_format, args.column, args.token_columns,
+                         args.encoding)
+    X_unlabelled = [sentence for path in args.unlabelled for sentence in read_unlabelled(
+        path, args.unlabelled_format, args.token_columns, args.encoding)]
+    X_dev, y_dev = (read_labelled(args.dev, file_format, args.column, args.token_columns,
+                                  args.encoding) if args.dev else (None, None))
+    token_columns = _token_columns(X, X_unlabelled, args)
+    progress(f"read {len(X):,} labelled, {len(X_unlabelled):,} unlabelled"
+             + (f", {len(X_dev):,} dev" if args.dev else "") + " sentences")
+
+    started = time.perf_counter()
+    window = _window_features(args)
+    window.fit(X + X_unlabelled)
+    features = window.transform(X)
+    features_unlabelled = window.transform(X_unlabelled) if X_unlabelled else None
+    features_dev = window.transform(X_dev) if args.dev else None
+    progress(f"features in {time.perf_counter() - started:.1f} s")
+
+    best = None
+    for values in settings:
+        progress(f"training {args.method} with {_describe(values) or 'its defaults'}")
+        estimator = _estimator(args, values)
+        fit_started = time.perf_counter()
+        with contextlib.redirect_stdout(sys.stderr):
+            estimator.fit(features, y, **_fit_arguments(
+                args.method, features_unlabelled, features_dev, y_dev))
+        seconds = time.perf_counter() - fit_started
+        scores = ({f"dev {name}": value for name, value in dev_scores(
+            y_dev, estimator.predict(features_dev), estimator.classes_).items()}
+            if args.dev else {})
+        progress(f"trained in {seconds:.1f} s" + "".join(
+            f", {name} {value:.4f}" for name, value in scores.items()))
+        if best is None or _chosen_by(scores) > _chosen_by(best[2]):
+            best = (values, estimator, scores, seconds)
+
+    values, estimator, scores, seconds = best
+    model = Pipeline([("features", window), ("model", estimator)])
+    info = {
+        "method": args.method,
+        "settings": values,
+        "format": file_format,
+        "label_column": args.column,
+        "token_columns": token_columns,
+        "train": str(args.train),
+        "unlabelled": [str(path) for path in args.unlabelled],
+        "dev": str(args.dev) if args.dev else None,
+        **scores,
+    }
+    if args.model:
+        save(model, args.model, info=info)
+    _summary(args, estimator, values, scores, seconds, len(X), len(X_unlabelled))
+    return 0
+
+
+def _settings(args):
+    """Every combination of the grid values the method uses, as dicts."""
+    names = [name for name, methods in GRID.items() if args.method in methods]
+    grids = [sorted(set(getattr(args, name))) for name in names]
+    return [dict(zip(names, values)) for values in itertools.product(*grids)]
+
+
+def _describe(values):
+    return ", ".join(f"{name}={value:g}" for name, value in values.items())
+
+
+def _token_columns(X, X_unlabelled, args):
+    """Column indices making a token, as `tag` and `evaluate` must read them again;
+    checks that the unlabelled tokens have the labelled ones' columns."""
+    def n_columns(sentences):
+        token = sentences[0][0]
+        return len(token) if isinstance(token, tuple) else 1
+
+    n_labelled = n_columns(X)
+    if X_unlabelled and n_columns(X_unlabelled) != n_labelled:
+        raise ValueError(
+            f"the labelled tokens have {n_labelled} columns, the unlabelled ones "
+            f"{n_columns(X_unlabelled)}: give unlabelled column files with the same columns "
+            f"(--unlabelled-format columns), or train on the words only (--token-columns 0)")
+    return args.token_columns or list(range(n_labelled))
+
+
+def _window_features(args):
+    clusters = WordClusters(random_state=args.random_state) if args.clusters else None
+    if args.word_vectors is not None and clusters is None:
+        raise ValueError("--word-vectors needs --clusters")
+    return WindowFeatures(window=args.window, suffixes=tuple(args.suffixes),
+                          word_shape=not args.no_word_shape, clusters=clusters,
+                          word_vectors=args.word_vectors)
+
+
+def _estimator(args, values):
+    common = {"order": args.order, "max_iterations": args.max_iterations, **values}
+    if args.method != "ngd":
+        common["n_jobs"] = args.n_jobs
+    extra = {
+        "self-training": {"max_rounds": args.max_rounds},
+        "ngd": {"batch_size": args.batch_size, "random_state": args.random_state},
+        "graph-pr": {"em_iterations": args.em_iterations},
+    }.get(args.method, {})
+    return ESTIMATORS[args.method](verbose=not args.quiet, **common, **extra)
+
+
+def _fit_arguments(method, features_unlabelled, features_dev, y_dev):
+    arguments = {"X_dev": features_dev, "y_dev": y_dev}
+    if method != "crf" and features_unlabelled is not None:
+        arguments["X_unlabeled"] = features_unlabelled
+    return arguments
+
+
+def _chosen_by(scores):
+    return selection_score({name.removeprefix("dev "): value for name, value in scores.items()}) \
+        if scores else 0.0
+
+
+def _summary(args, estimator, values, scores, seconds, n_labelled, n_unlabelled):
+    lines = [
+        f"method              {args.method} ({type(estimator).__name__}, order {args.order})",
+        f"settings            {_describe(values) or 'defaults'}",
+        f"sentences           {n_labelled:,} labelled, {n_unlabelled:,} unlabelled",
+        f"features            {estimator.num_attributes_:,} attributes, "
+        f"{len(estimator.classes_)} labels",
+        f"training time       {seconds:.1f} s",
+    ]
+    lines += [f"{name:<20}{value:.4f}" for name, value in scores.items()]
+    lines.append(f"model file          {args.model}" if args.model else
+                 "model file          none (no --model given)")
+    print("\n".join(lines))
+
+
+class _Progress:
+    """Progress lines on stderr, with the time since the start, unless quiet."""
+
+    def __init__(self, quiet):
+        self.quiet, self.started = quiet, time.perf_counter()
+
+    def __call__(self, message):
+        if not self.quiet:
+            elapsed = time.perf_counter() - self.started
+            print(f"[{elapsed:7.1f} s] {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,233 @@
+"""The command line: train -> model file -> tag / evaluate against the Python API, the
+errors a user meets with bad files, and the demo."""
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.pipeline import Pipeline
+
+from sklearn_ssl_crf import EntropyRegularizedCRF, WindowFeatures, load
+from sklearn_ssl_crf.cli import main
+from sklearn_ssl_crf.datasets import make_sequences, read_columns, read_text
+from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
+
+
+def _write_columns(path, X, y):
+    # word, a coarse "tag" column (its first two letters) and the label
+    path.write_text("".join(
+        "".join(f"{w} {w[:2]} {t}\n" for w, t in zip(words, labels)) + "\n"
+        for words, labels in zip(X, y)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("corpus")
+    X, y = make_sequences(260, random_state=0)
+    paths = {
+        "train": _write_columns(folder / "train.txt", X[:60], y[:60]),
+        "dev": _write_columns(folder / "dev.txt", X[60:100], y[60:100]),
+        "test": _write_columns(folder / "test.txt", X[100:160], y[100:160]),
+        "unlabelled": folder / "unlabelled.txt",
+    }
+    paths["unlabelled"].write_text("".join(" ".join(s) + "\n" for s in X[160:]))
+    return folder, paths
+
+
+TRAIN_SETTINGS = ["--method", "entropy", "--gamma", "0.1", "--proportion-weight", "10",
+                  "--c2", "0.1", "--max-iterations", "25", "--window", "1", "--suffixes"]
+
+
+def _python_api_model(paths):
+    """The model `train` should build for TRAIN_SETTINGS, through the Python API."""
+    X, y = read_columns(paths["train"], columns=[0, 1])
+    X_unlabelled = [[(w, w[:2]) for w in s] for s in read_text(paths["unlabelled"])]
+    features = WindowFeatures(window=1, suffixes=()).fit(X + X_unlabelled)
+    estimator = EntropyRegularizedCRF(gamma=0.1, proportion_weight=10, c2=0.1,
+                                      max_iterations=25)
+    estimator.fit(features.transform(X), y,
+                  X_unlabeled=features.transform(X_unlabelled))
+    return Pipeline([("features", features), ("model", estimator)])
+
+
+@pytest.fixture(scope="module")
+def trained(corpus):
+    """train through the real entry point (a new Python process), as a user runs it."""
+    folder, paths = corpus
+    unlabelled_columns = folder / "unlabelled_columns.txt"
+    unlabelled_columns.write_text("".join(
+        "".join(f"{w} {w[:2]}\n" for w in s) + "\n" for s in read_text(paths["unlabelled"])))
+    model = folder / "model.joblib"
+    result = subprocess.run(
+        [sys.executable, "-m", "sklearn_ssl_crf", "train", str(paths["train"]),
+         "--unlabelled", str(unlabelled_columns), "--unlabelled-format", "columns",
+         "--model", str(model), *TRAIN_SETTINGS],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return model, result
+
+
+def test_train_tag_evaluate_round_trip_matches_the_python_api(corpus, trained, capsys):
+    folder, paths = corpus
+    model_path, train_run = trained
+    assert "iter    1" in train_run.stderr and "at most" in train_run.stderr  # progress
+    assert "EntropyRegularizedCRF" in train_run.stdout  # the summary
+
+    expected = _python_api_model(paths)
+    loaded = load(model_path)
+    np.testing.assert_array_equal(loaded[-1].state_weights_, expected[-1].state_weights_)
+
+    X_test, y_test = read_columns(paths["test"], columns=[0, 1])
+    predicted = expected.predict(X_test)
+    tagged = folder / "tagged.txt"
+    assert main(["tag", str(model_path), str(paths["test"]), "--format", "columns",
+                 "--output", str(tagged)]) == 0
+    sentences = [block.split("\n") for block in tagged.read_text().strip().split("\n\n")]
+    # Every input field is echoed, then the predicted label.
+    assert [[line.split("\t")[:3] for line in s] for s in sentences] == [
+        [[w, w[:2], t] for (w, _), t in zip(xs, ys)] for xs, ys in zip(X_test, y_test)]
+    assert [[line.split("\t")[3] for line in s] for s in sentences] == predicted
+
+    capsys.readouterr()
+    assert main(["evaluate", str(model_path), str(paths["test"])]) == 0
+    report = capsys.readouterr().out
+    f1 = float(next(line for line in report.splitlines() if line.startswith("span F1"))
+               .split()[-1])
+    accuracy = float(next(line for line in report.splitlines()
+                          if line.startswith("token accuracy")).split()[-1])
+    assert f1 == pytest.approx(span_f1_score(y_test, predicted), abs=5e-5)
+    assert accuracy == pytest.approx(flat_accuracy_score(y_test, predicted), abs=5e-5)
+    assert "overall" in report
+
+
+def test_tag_marginals_and_entropy_are_the_models(corpus, trained, capsys):
+    folder, paths = corpus
+    model_path, _ = trained
+    model = load(model_path)
+    X_test, _ = read_columns(paths["test"], columns=[0, 1])
+    features = model[0].transform(X_test)
+    capsys.readouterr()
+    assert main(["tag", str(model_path), str(paths["test"]), "--format", "columns",
+                 "--marginals", "--entropy"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    classes = lines[0].removeprefix("# marginal columns: ").split()
+    assert classes == list(model[-1].classes_)
+    entropies = [float(line.split("=")[1]) for line in lines if line.startswith("# entropy")]
+    np.testing.assert_allclose(entropies, model[-1].predict_entropy(features), atol=5e-5)
+    rows = [line.split("\t") for line in lines[1:] if line and not line.startswith("#")]
+    marginals = [m for sentence in model[-1].predict_marginals(features) for m in sentence]
+    assert len(rows) == len(marginals)
+    got = np.array([[float(v) for v in row[4:]] for row in rows])
+    np.testing.assert_allclose(got, [[m[c] for c in classes] for m in marginals], atol=5e-5)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=5e-4)
+
+
+def test_dev_file_chooses_among_several_values(corpus, capsys):
+    _, paths = corpus
+    assert main(["train", str(paths["train"]), "--dev", str(paths["dev"]), "--c2", "0.01",
+                 "100", "--token-columns", "0", "--max-iterations", "30", "--quiet"]) == 0
+    summary = capsys.readouterr().out
+    # c2=100 flattens every weight towards zero: the dev file must reject it.
+    assert "c2=0.01" in summary and "dev span F1" in summary
+
+
+def test_word_only_model_tags_raw_text(corpus, tmp_path, capsys):
+    _, paths = corpus
+    model = tmp_path / "words.skops" if _has_skops() else tmp_path / "words.joblib"
+    assert main(["train", str(paths["train"]), "--token-columns", "0", "--clusters",
+                 "--unlabelled", str(paths["unlabelled"]), "--method", "crf",
+                 "--max-iterations", "20", "--model", str(model), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["tag", str(model), str(paths["unlabelled"])]) == 0
+    out = capsys.readouterr().out
+    sentences = read_text(paths["unlabelled"])
+    predicted = load(model).predict(sentences)
+    assert [[line.split("\t") for line in block.split("\n")]
+            for block in out.strip().split("\n\n")] == [
+        [[w, t] for w, t in zip(words, labels)] for words, labels in zip(sentences, predicted)]
+
+
+def _has_skops():
+    try:
+        import skops.io  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _run_error(capsys, argv):
+    capsys.readouterr()
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "Traceback" not in err and err.count("\n") == 1
+    return err
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"w1 A B-X\nw2 A\n\n", "bad.txt, line 2: expected 3 columns"),
+    (b"w1 A B-X\n\nw2\n", "bad.txt, line 3: expected 3 columns"),
+    (b"w1\nw2\n", "bad.txt, line 1: a labelled token line needs a token and a label"),
+    (b"", "bad.txt: no sentences (the file is empty)"),
+    (b"\n\n", "bad.txt: no sentences (the file is empty)"),
+    (b"w1 A B-X\nw\xe9 A O\n", "bad.txt, line 2: byte b'\\xe9' is not valid utf-8"),
+])
+def test_bad_training_files(tmp_path, capsys, content, message):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(content)
+    assert message in _run_error(capsys, ["train", str(bad), "--quiet"])
+
+
+def test_bad_files_in_every_command(corpus, trained, tmp_path, capsys):
+    _, paths = corpus
+    model, _ = trained
+    undecodable = tmp_path / "latin1.txt"
+    undecodable.write_bytes(b"one sentence\ncaf\xe9 au lait\n")
+    assert "latin1.txt, line 2: byte" in _run_error(
+        capsys, ["tag", str(model), str(undecodable), "--format", "columns"])
+    assert "latin1.txt, line 2: byte" in _run_error(
+        capsys, ["train", str(paths["train"]), "--method", "entropy",
+                 "--unlabelled", str(undecodable)])
+    # The model was trained on (word, tag) tokens: raw words alone cannot be tagged.
+    assert "trained on tokens of 2 columns" in _run_error(
+        capsys, ["tag", str(model), str(paths["unlabelled"])])
+    # Raw text holds words only; the labelled tokens have two columns.
+    assert "the labelled tokens have 2 columns, the unlabelled ones 1" in _run_error(
+        capsys, ["train", str(paths["train"]), "--method", "entropy",
+                 "--unlabelled", str(paths["unlabelled"])])
+    assert "not a sklearn_ssl_crf model file" in _run_error(
+        capsys, ["tag", str(paths["train"]), str(paths["test"])])
+    assert "missing.txt: no such file" in _run_error(
+        capsys, ["evaluate", str(model), str(tmp_path / "missing.txt")])
+    assert "needs --unlabelled" in _run_error(
+        capsys, ["train", str(paths["train"]), "--method", "graph-pr"])
+    assert "need --dev" in _run_error(
+        capsys, ["train", str(paths["train"]), "--c2", "0.1", "1"])
+    short = tmp_path / "short.txt"
+    short.write_text("w1 B-X\n\n")
+    # The model reads columns 0 and 1 as the token and the last as the label.
+    assert "include the label column" in _run_error(
+        capsys, ["evaluate", str(model), str(short)])
+
+
+def test_console_script_is_installed():
+    script = shutil.which("sklearn-ssl-crf")
+    if script is None:
+        pytest.skip("the sklearn-ssl-crf script is not on PATH (package not pip-installed)")
+    result = subprocess.run([script, "train", "--help"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and "--method" in result.stdout
+
+
+def test_demo_shows_the_unlabelled_gain(capsys):
+    assert main([]) == 0  # the default command
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line[:52].strip(): line[52:].split() for line in lines
+            if line.startswith(("CRF", "Entropy", "SelfTraining"))}
+    assert float(rows["CRF (labelled sentences only)"][2]) == 0.0
+    # Clusters learned from the unlabelled sentences: a clear gain on this data.
+    assert float(rows["CRF + WordClusters from the unlabelled sentences"][2]) > 3.0
+    assert float(rows["EntropyRegularizedCRF + WordClusters"][2]) > 3.0

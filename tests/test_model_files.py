@@ -1,0 +1,92 @@
+"""Model files: `save` and `load` keep the model exactly and refuse what they cannot use."""
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.pipeline import Pipeline
+
+import sklearn_ssl_crf
+from sklearn_ssl_crf import CRF, WindowFeatures, WordClusters, load, save
+from sklearn_ssl_crf.datasets import make_sequences
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y = make_sequences(80, random_state=0)
+    features = WindowFeatures(window=1, suffixes=(), word_shape=False,
+                              clusters=WordClusters(n_clusters=(8,), n_components=5,
+                                                    random_state=0)).fit(X)
+    crf = CRF(c2=0.1, max_iterations=30).fit(features.transform(X), y)
+    return Pipeline([("features", features), ("crf", crf)]), X
+
+
+@pytest.mark.parametrize("suffix", [".joblib", ".skops"])
+def test_round_trip_is_exact(fitted, tmp_path, suffix):
+    if suffix == ".skops":
+        pytest.importorskip("skops", reason="the skops format needs the skops package")
+    model, X = fitted
+    path = tmp_path / f"model{suffix}"
+    save(model, path, info={"corpus": "synthetic", "dev F1": 0.5})
+    loaded, info = load(path, return_info=True)
+    assert info == {"corpus": "synthetic", "dev F1": 0.5}
+    np.testing.assert_array_equal(loaded[-1].state_weights_, model[-1].state_weights_)
+    np.testing.assert_array_equal(loaded[-1].transition_weights_,
+                                  model[-1].transition_weights_)
+    assert loaded.predict(X) == model.predict(X)
+    assert loaded[0].clusters_.word_features("w001") == model[0].clusters_.word_features("w001")
+
+
+def test_incompatible_version_is_refused_before_unpickling_the_model(fitted, tmp_path,
+                                                                     monkeypatch):
+    model, _ = fitted
+    path = tmp_path / "old.joblib"
+    save(model, path)
+    monkeypatch.setattr(sklearn_ssl_crf, "__version__", "7.3.1")
+    with pytest.raises(ValueError, match=r"old.joblib was written by sklearn_ssl_crf "
+                       r"0\.\d+\S*; this is 7.3.1, which reads the files of 7.3.x only"):
+        load(path)
+    # The header is read first: a model part that cannot be unpickled is never reached.
+    monkeypatch.undo()
+    broken = tmp_path / "broken.joblib"
+    with open(broken, "wb") as file:
+        joblib.dump({"format": "sklearn_ssl_crf model file", "version": "0.0.1",
+                     "sklearn_version": "0", "info": {}}, file)
+        file.write(b"not a pickle")
+    with pytest.raises(ValueError, match="written by sklearn_ssl_crf 0.0.1"):
+        load(broken)
+
+
+def test_same_release_loads(fitted, tmp_path, monkeypatch):
+    model, X = fitted
+    path = tmp_path / "model.joblib"
+    save(model, path)
+    major, minor = sklearn_ssl_crf.__version__.split(".")[:2]
+    monkeypatch.setattr(sklearn_ssl_crf, "__version__", f"{major}.{minor}.99")
+    assert load(path).predict(X[:3]) == model.predict(X[:3])
+
+
+def test_other_files_are_refused(tmp_path):
+    text = tmp_path / "train.txt"
+    text.write_text("w1 B-X\n")
+    with pytest.raises(ValueError, match="train.txt is not a sklearn_ssl_crf model file"):
+        load(text)
+    plain = tmp_path / "plain.joblib"
+    joblib.dump(CRF(), plain)  # a pickle, but not one written by save
+    with pytest.raises(ValueError, match="plain.joblib is not a sklearn_ssl_crf model file"):
+        load(plain)
+    with pytest.raises(TypeError, match="info must be a dict"):
+        save(CRF(), tmp_path / "x.joblib", info=["a"])
+
+
+def test_skops_refuses_foreign_types(tmp_path):
+    skops_io = pytest.importorskip("skops.io", reason="the skops format needs skops")
+    path = tmp_path / "foreign.skops"
+    # A type that is neither this package's nor trusted by skops by default.
+    skops_io.dump({"format": "sklearn_ssl_crf model file", "version": "0.1.0",
+                   "sklearn_version": "0", "info": {}, "model": _Foreign()}, str(path))
+    with pytest.raises(ValueError, match=r"needs types .*_Foreign; refusing to load it"):
+        load(path)
+
+
+class _Foreign:
+    pass
