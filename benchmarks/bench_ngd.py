@@ -16,7 +16,7 @@ Parts (``--parts``):
 
 Results are merged into a JSON file (``--json``), so seeds can run in separate processes;
 ``--report`` prints the markdown tables of docs/benchmarks.md from it, and
-``examples/plot_ngd_convergence.py`` draws the curves.
+``examples/ngd_convergence_from_bench.py`` draws the curves.
 
 Usage::
 

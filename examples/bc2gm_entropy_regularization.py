@@ -1,4 +1,7 @@
-"""Gene mentions (BC2GM) from 200 labelled sentences plus unlabelled ones.
+"""
+======================================================================
+Gene mentions (BC2GM) from 200 labelled sentences plus unlabelled ones
+======================================================================
 
 Usage::
 

@@ -1,4 +1,9 @@
-"""Chunking CoNLL-2000 with `CRF` and `WindowFeatures`, the way sklearn-crfsuite users do.
+"""
+===============================================
+Chunking CoNLL-2000 with CRF and WindowFeatures
+===============================================
+
+Chunking CoNLL-2000 with `CRF` and `WindowFeatures`, the way sklearn-crfsuite users do.
 
 Usage::
 

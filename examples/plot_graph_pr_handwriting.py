@@ -1,52 +1,116 @@
-"""Graph posterior regularisation on handwritten words, like Figure 2 of He, Gillenwater &
-Taskar (2013): one word as read by a CRF, by graph propagation and by `GraphPRCRF`, and the
-nearest neighbours in the similarity graph of two of its letters.
+"""
+===================================================
+Graph posterior regularisation on handwritten words
+===================================================
 
-Setting: the OCR letters (Taskar et al. 2003), l = 100 words drawn at random as labelled
-data, all other words unlabelled. The CRF (first order, pixels of each letter and of its
-neighbours as features) is trained on the labelled words; `GraphPropagation` and
-`GraphPRCRF` on all of them, over a mutual 20-NN graph with one vertex per letter (cosine of
-blurred pixels, a stand-in for the paper's earth mover's distance, mixed with the
+Like Figure 2 of He, Gillenwater & Taskar (2013): one handwritten word as read by a CRF,
+by graph propagation and by `~sklearn_ssl_crf.GraphPRCRF`, and the nearest neighbours in
+the similarity graph of two of its letters.
+
+Setting: the OCR letters (Taskar et al. 2003). Of a random subset of the words (1,200 by
+default, ``--n-words``), l = 100 are labelled and all the others unlabelled. The CRF
+(first order, pixels of each letter and of its neighbours as features,
+`~sklearn_ssl_crf.WindowRows`) is trained on the labelled words;
+`~sklearn_ssl_crf.GraphPropagation` and `~sklearn_ssl_crf.GraphPRCRF` on all of them,
+over a mutual 20-NN graph with one vertex per letter (`~sklearn_ssl_crf.graph.knn_graph`:
+cosine of blurred pixels, a stand-in for the paper's earth mover's distance, mixed with the
 similarity of the neighbouring letters, alpha = 0.8). PR's letters are ``transduction_``
 (its auxiliary distribution q on the training words).
 
-The word shown is picked automatically and reproducibly among the unlabelled words: the CRF
-makes at least two mistakes and PR fixes most of them; preferably PR reads it right, the CRF
-makes two or three mistakes, graph propagation misreads a letter the CRF reads right and the
-graph neighbours of the letters the CRF misreads carry the right letter (see ``pick_word``).
-Neighbours are shown for the first letter that the CRF misreads and PR reads right and, if
-any, a letter that graph propagation misreads and the CRF and PR read right.
+The word shown is picked automatically and reproducibly among the unlabelled words: one
+where the CRF makes at least two mistakes and PR fixes most of them (see ``pick_word``
+below for the order of preference). Neighbours are shown for the first letter that the
+CRF misreads and PR reads right and, if any, a letter that graph propagation misreads and
+the CRF and PR read right.
+
+The data come from the shared data folder: ``$SKLEARN_SSL_CRF_DATA/ocr`` if the
+environment variable is set, else ``../shared/data/ocr`` beside the repository (or
+``--data``); without them the example stops with a ``FileNotFoundError`` saying where it
+looked. With the defaults it runs in about a minute on two cores.
 
 Usage::
 
-    python examples/plot_graph_pr_handwriting.py
-        [--data ../shared/data/ocr/letters-folds0-4.data.gz] [--n-labelled 100] [--seed 0]
-        [--lam 2.0] [--em-iterations 10] [--output docs/graph_pr_handwriting.png]
+    python examples/plot_graph_pr_handwriting.py [--data letters-folds0-4.data.gz]
+        [--n-words 1200] [--n-labelled 100] [--seed 0] [--lam 2.0] [--em-iterations 10]
+        [--output figure.png]
 
-Takes under 2 minutes on one core (graph 35 s, graph propagation 15 s, PR 40-60 s).
-Needs matplotlib (not a dependency of the package).
+The figure is written to a file only with ``--output``. ``docs/graph_pr_handwriting.png``
+uses every word (about 3 minutes on two cores; the graph takes most of a minute)::
+
+    python examples/plot_graph_pr_handwriting.py --n-words 0 --output docs/graph_pr_handwriting.png
 """
 
 import argparse
+import os
 import time
+from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.gridspec import GridSpec
+from scipy.ndimage import gaussian_filter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.gridspec import GridSpec  # noqa: E402
-from scipy.ndimage import gaussian_filter  # noqa: E402
+from sklearn_ssl_crf import CRF, GraphPRCRF
+from sklearn_ssl_crf.datasets import read_ocr_letters
+from sklearn_ssl_crf.featurize import WindowRows
+from sklearn_ssl_crf.graph import knn_graph
+from sklearn_ssl_crf.graph_propagation import GraphPropagation
 
-from sklearn_ssl_crf import CRF, GraphPRCRF  # noqa: E402
-from sklearn_ssl_crf.datasets import read_ocr_letters  # noqa: E402
-from sklearn_ssl_crf.featurize import WindowRows  # noqa: E402
-from sklearn_ssl_crf.graph import knn_graph  # noqa: E402
-from sklearn_ssl_crf.graph_propagation import GraphPropagation  # noqa: E402
 
-DEFAULT_DATA = "/work/shared/data/ocr/letters-folds0-4.data.gz"
+def shared_data(corpus):
+    """Folder of a shared corpus: under $SKLEARN_SSL_CRF_DATA, else ../shared/data beside
+    the repository (sphinx-gallery runs examples in their folder, without ``__file__``)."""
+    here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+    root = os.environ.get("SKLEARN_SSL_CRF_DATA", here.parent.parent / "shared" / "data")
+    return Path(root) / corpus
+
+
+parser = argparse.ArgumentParser(
+    description="Graph posterior regularisation on handwritten words (He et al. 2013, Fig. 2)")
+parser.add_argument("--data", default=str(shared_data("ocr") / "letters-folds0-4.data.gz"),
+                    help="letters-folds0-4.data.gz")
+parser.add_argument("--n-words", type=int, default=1200,
+                    help="words drawn at random as the training pool (0: all 3,405)")
+parser.add_argument("--n-labelled", type=int, default=100)
+parser.add_argument("--seed", type=int, default=0)
+parser.add_argument("--lam", type=float, default=2.0)
+parser.add_argument("--em-iterations", type=int, default=10)
+parser.add_argument("--output", help="write the figure to this file (PNG)")
+args = parser.parse_args()
+
 N_SHOWN_NEIGHBOURS = 5
 WRONG, RIGHT = "tab:red", "black"
+
+# %%
+# The data
+# --------
+# The words are shuffled (seed ``--seed``); the first ``--n-words`` of them form the
+# training pool, whose first l are labelled and the rest unlabelled (their letters are
+# used only to score and to pick the word shown).
+
+if not Path(args.data).is_file():
+    raise FileNotFoundError(
+        f"{args.data} not found: set SKLEARN_SSL_CRF_DATA to the folder holding "
+        "ocr/letters-folds0-4.data.gz, or pass --data")
+images, labels, _ = read_ocr_letters(args.data)
+order = np.random.default_rng(args.seed).permutation(len(images))
+if args.n_words:
+    order = order[:args.n_words]
+images = [images[i] for i in order]  # the pool: labelled words first
+labels = [labels[i] for i in order]
+n_labelled = args.n_labelled
+y_partial = labels[:n_labelled] + [None] * (len(labels) - n_labelled)
+lengths = np.array([len(word) for word in labels])
+first_token = np.concatenate([[0], np.cumsum(lengths)])[n_labelled:-1]
+gold_letters = np.concatenate([np.asarray(word) for word in labels])
+print(f"{len(images):,} words ({lengths.sum():,} letters), {n_labelled} of them labelled")
+
+# %%
+# The graph and the models
+# ------------------------
+# The CRF's features are the pixels of each letter and of its two neighbours. The graph
+# compares letters by the cosine of their pixels after a slight blur, so that a stroke
+# shifted by a pixel still overlaps.
 
 
 def blurred(word):
@@ -58,6 +122,36 @@ def blurred(word):
 def letter_error(predicted, gold):
     wrong = np.concatenate([np.asarray(p) != np.asarray(g) for p, g in zip(predicted, gold)])
     return 100 * wrong.mean()
+
+
+start = time.perf_counter()
+X = WindowRows(window=1).fit_transform([word.astype(float) for word in images])
+graph = knn_graph([blurred(word) for word in images], n_neighbors=20, min_similarity=0.3,
+                  self_weight=0.8)
+print(f"{graph} in {time.perf_counter() - start:.0f} s")
+start = time.perf_counter()
+crf = CRF(c2=1.0).fit(X[:n_labelled], labels[:n_labelled])
+gp = GraphPropagation(graph=graph, max_iterations=10_000).fit(X, y_partial)
+print(f"CRF and graph propagation in {time.perf_counter() - start:.0f} s")
+start = time.perf_counter()
+pr = GraphPRCRF(graph=graph, lam=args.lam, c2=1.0, em_iterations=args.em_iterations)
+pr.fit(X, y_partial)
+print(f"GraphPRCRF in {time.perf_counter() - start:.0f} s ({pr.n_em_iter_} EM iterations, "
+      f"{pr.termination_condition_})")
+
+gold = labels[n_labelled:]
+predictions = {"CRF": crf.predict(X[n_labelled:]), "GP": gp.transduction_[n_labelled:],
+               "PR": pr.transduction_[n_labelled:], "PR theta": pr.predict(X[n_labelled:])}
+errors = {name: letter_error(predicted, gold) for name, predicted in predictions.items()}
+print("letter error on the unlabelled words: "
+      + ", ".join(f"{name} {error:.2f}%" for name, error in errors.items()))
+
+# %%
+# The word shown
+# --------------
+# A word whose story is clear: among the unlabelled words, one where the CRF makes at
+# least two mistakes and PR fixes most of them, preferably where graph propagation also
+# misreads a letter that the sequence model gets right.
 
 
 def neighbour_support(graph, token, letter, gold_letters):
@@ -114,6 +208,31 @@ def shown_letters(y, c, g, q):
     first = crf_fixed[0]
     second = gp_fixed[0] if gp_fixed else (crf_fixed[1] if len(crf_fixed) > 1 else None)
     return [first] if second is None else sorted([first, second])
+
+
+k = pick_word(gold, predictions["CRF"], predictions["GP"], predictions["PR"], first_token,
+              graph, gold_letters)
+y, c, g, q = (list(words[k]) for words in (gold, predictions["CRF"], predictions["GP"],
+                                             predictions["PR"]))
+print(f"word {k} of the unlabelled ones: true {''.join(y)!r}, CRF {''.join(c)!r}, "
+      f"GP {''.join(g)!r}, PR {''.join(q)!r}")
+all_pixels = np.concatenate(images)
+neighbours = []
+for i in shown_letters(y, c, g, q):
+    vertices, weights = graph.neighbors(first_token[k] + i)
+    items = [(all_pixels[v], gold_letters[v], w, v < first_token[0])
+             for v, w in zip(vertices[:N_SHOWN_NEIGHBOURS], weights)]
+    neighbours.append((i, y[i], images[n_labelled + k][i], items))
+    print(f"  letter {i + 1} {y[i]!r}: neighbours "
+          + " ".join(f"{letter}{'*' if labelled else ''}({w:.2f})"
+                     for _, letter, w, labelled in items))
+
+# %%
+# The figure
+# ----------
+# Top, the word's letter images and each model's reading (red: wrong); below, for one or
+# two of its letters, the five heaviest edges of the letter's vertex in the graph, with
+# the true letter of each neighbour and the edge weight.
 
 
 def show_image(axis, pixels, frame=None):
@@ -185,72 +304,12 @@ def draw(args, word, rows, neighbours, errors, n_unlabelled, n_letters):
                 + ("; * = a letter of a labelled word." if any_labelled else "."),
                 ha="center", va="bottom", fontsize=8, color="0.3")
     figure.subplots_adjust(left=0.03, right=0.99, top=0.89, bottom=0.1)
+    return figure
+
+
+rows = [("true", y), ("CRF", c), ("GP", g), ("PR", q)]
+figure = draw(args, images[n_labelled + k], rows, neighbours, errors, len(gold), lengths.sum())
+if args.output:
     figure.savefig(args.output, dpi=110)
     print(f"wrote {args.output}")
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default=DEFAULT_DATA, help="letters-folds0-4.data.gz")
-    parser.add_argument("--n-labelled", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--lam", type=float, default=2.0)
-    parser.add_argument("--em-iterations", type=int, default=10)
-    parser.add_argument("--output", default="docs/graph_pr_handwriting.png")
-    args = parser.parse_args()
-
-    images, labels, _ = read_ocr_letters(args.data)
-    order = np.random.default_rng(args.seed).permutation(len(images))
-    images = [images[i] for i in order]  # the pool: labelled words first
-    labels = [labels[i] for i in order]
-    n_labelled = args.n_labelled
-    y_partial = labels[:n_labelled] + [None] * (len(labels) - n_labelled)
-    lengths = np.array([len(word) for word in labels])
-    first_token = np.concatenate([[0], np.cumsum(lengths)])[n_labelled:-1]
-    gold_letters = np.concatenate([np.asarray(word) for word in labels])
-
-    start = time.perf_counter()
-    X = WindowRows(window=1).fit_transform([word.astype(float) for word in images])
-    graph = knn_graph([blurred(word) for word in images], n_neighbors=20, min_similarity=0.3,
-                      self_weight=0.8)
-    print(f"{graph} in {time.perf_counter() - start:.0f} s")
-    start = time.perf_counter()
-    crf = CRF(c2=1.0).fit(X[:n_labelled], labels[:n_labelled])
-    gp = GraphPropagation(graph=graph, max_iterations=10_000).fit(X, y_partial)
-    print(f"CRF and graph propagation in {time.perf_counter() - start:.0f} s")
-    start = time.perf_counter()
-    pr = GraphPRCRF(graph=graph, lam=args.lam, c2=1.0, em_iterations=args.em_iterations)
-    pr.fit(X, y_partial)
-    print(f"GraphPRCRF in {time.perf_counter() - start:.0f} s ({pr.n_em_iter_} EM iterations, "
-          f"{pr.termination_condition_})")
-
-    gold = labels[n_labelled:]
-    predictions = {"CRF": crf.predict(X[n_labelled:]), "GP": gp.transduction_[n_labelled:],
-                   "PR": pr.transduction_[n_labelled:], "PR theta": pr.predict(X[n_labelled:])}
-    errors = {name: letter_error(predicted, gold) for name, predicted in predictions.items()}
-    print("letter error on the unlabelled words: "
-          + ", ".join(f"{name} {error:.2f}%" for name, error in errors.items()))
-
-    k = pick_word(gold, predictions["CRF"], predictions["GP"], predictions["PR"], first_token,
-                  graph, gold_letters)
-    y, c, g, q = (list(words[k]) for words in (gold, predictions["CRF"], predictions["GP"],
-                                                 predictions["PR"]))
-    print(f"word {k} of the unlabelled ones: true {''.join(y)!r}, CRF {''.join(c)!r}, "
-          f"GP {''.join(g)!r}, PR {''.join(q)!r}")
-    all_pixels = np.concatenate(images)
-    neighbours = []
-    for i in shown_letters(y, c, g, q):
-        vertices, weights = graph.neighbors(first_token[k] + i)
-        items = [(all_pixels[v], gold_letters[v], w, v < first_token[0])
-                 for v, w in zip(vertices[:N_SHOWN_NEIGHBOURS], weights)]
-        neighbours.append((i, y[i], images[n_labelled + k][i], items))
-        print(f"  letter {i + 1} {y[i]!r}: neighbours "
-              + " ".join(f"{letter}{'*' if labelled else ''}({w:.2f})"
-                         for _, letter, w, labelled in items))
-    rows = [("true", y), ("CRF", c), ("GP", g), ("PR", q)]
-    draw(args, images[n_labelled + k], rows, neighbours, errors, len(gold), lengths.sum())
-
-
-if __name__ == "__main__":
-    main()
+plt.show()

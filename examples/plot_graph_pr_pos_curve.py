@@ -1,47 +1,114 @@
-"""Part-of-speech tagging error against the number of labelled sentences, CRF against graph
-posterior regularisation (`GraphPRCRF`), like Figure 1(b) of He, Gillenwater & Taskar (2013).
+"""
+=========================================================
+Part-of-speech error against labelled sentences: graph PR
+=========================================================
 
-Data: Universal Dependencies English-EWT, dev and test pooled (4,078 sentences, 50k tokens),
-universal part-of-speech tags. For each draw (seed ``--seed``, ``--seed + 1``, ...), 500
-sentences are held out at random; of the others, the first l of a random order are labelled
-(nested sets: the 50 are among the 100) and all the rest are unlabelled. Features: the word,
-its suffixes of 1 to 3 letters and its shape, for the token and its two neighbours
-(`WindowFeatures`). The trigram graph (60 mutual nearest neighbours, §4.2 of the paper) is
-built once per draw over the labelled and unlabelled sentences. The CRF is trained on the l
-labelled sentences, `GraphPRCRF` (lam = 1) on all of them.
+Part-of-speech tagging error against the number of labelled sentences, the supervised
+`~sklearn_ssl_crf.CRF` against graph posterior regularisation
+(`~sklearn_ssl_crf.GraphPRCRF`), like Figure 1(b) of He, Gillenwater & Taskar (2013).
 
-Plotted: the token error on the unlabelled sentences (transductive: the CRF's ``predict``,
-PR's ``transduction_``, its auxiliary distribution q) and on the held-out sentences
-(inductive: both ``predict``), averaged over the draws; the numbers are printed as a table.
+Data: Universal Dependencies English-EWT, dev and test pooled (4,078 sentences, 50k
+tokens), universal part-of-speech tags. For each draw (seed ``--seed``, ``--seed + 1``,
+...), 500 sentences are held out at random; of the others, in a random order, the first l
+are labelled (nested sets: the 50 are among the 100) and the next ones unlabelled: 800
+sentences besides the largest labelled set by default (``--max-unlabelled``), all of them
+with ``--max-unlabelled all``. Features: the word, its suffixes of 1 to 3 letters and its
+shape, for the token and its two neighbours (`~sklearn_ssl_crf.WindowFeatures`). The
+trigram graph (60 mutual nearest neighbours, section 4.2 of the paper,
+`~sklearn_ssl_crf.graph.trigram_graph`) is built once per draw over the labelled and
+unlabelled sentences. The CRF is trained on the l labelled sentences, `GraphPRCRF`
+(lam = 1) on all of them.
+
+Plotted: the token error on the unlabelled sentences (transductive: the CRF's
+``predict``, PR's ``transduction_``, its auxiliary distribution q) and on the held-out
+sentences (inductive: both ``predict``), averaged over the draws; the numbers are printed
+as a table.
+
+The data come from the shared data folder: ``$SKLEARN_SSL_CRF_DATA/ud_english_ewt`` if the
+environment variable is set, else ``../shared/data/ud_english_ewt`` beside the repository
+(or ``--data-dir``); without them the example stops with a ``FileNotFoundError`` saying
+where it looked. With the defaults it runs in about a minute on two cores.
 
 Usage::
 
-    python examples/plot_graph_pr_pos_curve.py [--data-dir ../shared/data/ud_english_ewt]
-        [--n-labelled 50 100 200 400] [--draws 1] [--seed 0] [--em-iterations 10]
-        [--max-unlabelled N] [--output docs/graph_pr_pos_curve.png]
+    python examples/plot_graph_pr_pos_curve.py [--data-dir DIR] [--n-labelled 50 100 200]
+        [--draws 1] [--seed 0] [--lam 1.0] [--em-iterations 10] [--max-unlabelled 800]
+        [--output figure.png]
 
-Takes about 6 minutes of CPU per draw with the defaults (8 minutes on a busy 2-core machine):
-each PR fit on the ~44k tokens takes 80-100 s of CPU, the graph 3 s. ``--max-unlabelled`` or
-fewer ``--em-iterations`` make it shorter. Needs matplotlib (not a dependency of the
-package).
+The figure is written to a file only with ``--output``. ``docs/graph_pr_pos_curve.png``
+uses every sentence of the pool and one more l (each PR fit on the ~44k tokens then takes
+80-100 s of CPU; about 8 minutes on a busy 2-core machine)::
+
+    python examples/plot_graph_pr_pos_curve.py --n-labelled 50 100 200 400 \\
+        --max-unlabelled all --output docs/graph_pr_pos_curve.png
 """
 
 import argparse
+import os
 import time
+from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from sklearn_ssl_crf import CRF, GraphPRCRF, WindowFeatures
+from sklearn_ssl_crf.datasets import load_ud_english_ewt
+from sklearn_ssl_crf.graph import trigram_graph
 
-from sklearn_ssl_crf import CRF, GraphPRCRF, WindowFeatures  # noqa: E402
-from sklearn_ssl_crf.datasets import load_ud_english_ewt  # noqa: E402
-from sklearn_ssl_crf.graph import trigram_graph  # noqa: E402
 
-DEFAULT_DATA = "/work/shared/data/ud_english_ewt"
+def shared_data(corpus):
+    """Folder of a shared corpus: under $SKLEARN_SSL_CRF_DATA, else ../shared/data beside
+    the repository (sphinx-gallery runs examples in their folder, without ``__file__``)."""
+    here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+    root = os.environ.get("SKLEARN_SSL_CRF_DATA", here.parent.parent / "shared" / "data")
+    return Path(root) / corpus
+
+
+def sentence_count(text):
+    """--max-unlabelled: a number of sentences, or 'all'."""
+    return None if text == "all" else int(text)
+
+
+parser = argparse.ArgumentParser(
+    description="POS error against labelled sentences, CRF against GraphPRCRF "
+                "(He et al. 2013, Fig. 1b)")
+parser.add_argument("--data-dir", default=str(shared_data("ud_english_ewt")))
+parser.add_argument("--n-labelled", type=int, nargs="+", default=[50, 100, 200])
+parser.add_argument("--draws", type=int, default=1, help="random splits averaged")
+parser.add_argument("--seed", type=int, default=0, help="seed of the first draw")
+parser.add_argument("--lam", type=float, default=1.0)
+parser.add_argument("--em-iterations", type=int, default=10)
+parser.add_argument("--max-unlabelled", type=sentence_count, default=800,
+                    help="keep only max(l) + this many sentences besides the held-out ones "
+                         "('all': every one)")
+parser.add_argument("--output", help="write the figure to this file (PNG)")
+args = parser.parse_args()
+args.n_labelled = sorted(set(args.n_labelled))
+
 N_HELDOUT = 500
 COLUMNS = ("CRF unlabelled", "PR unlabelled", "CRF held-out", "PR held-out")
+
+# %%
+# The data
+# --------
+# Dev and test are pooled; the features of every sentence are computed once.
+
+if not Path(args.data_dir).is_dir():
+    raise FileNotFoundError(
+        f"{args.data_dir} not found: set SKLEARN_SSL_CRF_DATA to the folder holding "
+        "ud_english_ewt/, or pass --data-dir")
+splits = load_ud_english_ewt(args.data_dir)
+sentences = splits["dev"][0] + splits["test"][0]
+tags = splits["dev"][1] + splits["test"][1]
+X = WindowFeatures(window=1, suffixes=(1, 2, 3), word_shape=True).fit_transform(sentences)
+print(f"{len(sentences):,} sentences, {sum(map(len, tags)):,} tokens")
+
+# %%
+# One draw
+# --------
+# A random split, the graph over the pool, then for every l the CRF on the l labelled
+# sentences and `~sklearn_ssl_crf.GraphPRCRF` on the whole pool (the labels of all but
+# the first l sentences set to None).
 
 
 def token_error(predicted, gold):
@@ -80,49 +147,38 @@ def run_draw(X, tags, seed, args):
     return results, n_unlabelled
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default=DEFAULT_DATA)
-    parser.add_argument("--n-labelled", type=int, nargs="+", default=[50, 100, 200, 400])
-    parser.add_argument("--draws", type=int, default=1, help="random splits averaged")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first draw")
-    parser.add_argument("--lam", type=float, default=1.0)
-    parser.add_argument("--em-iterations", type=int, default=10)
-    parser.add_argument("--max-unlabelled", type=int, default=None,
-                        help="keep only max(l) + this many sentences besides the held-out ones")
-    parser.add_argument("--output", default="docs/graph_pr_pos_curve.png")
-    args = parser.parse_args()
-    args.n_labelled = sorted(set(args.n_labelled))
+started = time.perf_counter()
+draws, n_unlabelled = [], None
+for draw in range(args.draws):
+    results, n_unlabelled = run_draw(X, tags, args.seed + draw, args)
+    draws.append(results)
+print(f"{args.draws} draw(s) in {time.perf_counter() - started:.0f} s")
 
-    splits = load_ud_english_ewt(args.data_dir)
-    sentences = splits["dev"][0] + splits["test"][0]
-    tags = splits["dev"][1] + splits["test"][1]
-    X = WindowFeatures(window=1, suffixes=(1, 2, 3), word_shape=True).fit_transform(sentences)
+# %%
+# The errors
+# ----------
 
-    started = time.perf_counter()
-    draws, n_unlabelled = [], None
-    for draw in range(args.draws):
-        results, n_unlabelled = run_draw(X, tags, args.seed + draw, args)
-        draws.append(results)
-    print(f"{args.draws} draw(s) in {time.perf_counter() - started:.0f} s")
+# errors[l][column]: one value per draw.
+errors = {n: {c: np.array([d[n][c] for d in draws]) for c in COLUMNS}
+          for n in args.n_labelled}
+print(f"\ntoken error (%), mean{' ± std' if args.draws > 1 else ''} over {args.draws} "
+      f"draw(s)")
+print(f"{'l':>5}  " + "  ".join(f"{c:>16}" for c in COLUMNS))
+for n in args.n_labelled:
+    cells = []
+    for c in COLUMNS:
+        values = errors[n][c]
+        cell = f"{values.mean():.2f}"
+        if args.draws > 1:
+            cell += f" ± {values.std(ddof=1):.2f}"
+        cells.append(f"{cell:>16}")
+    print(f"{n:>5}  " + "  ".join(cells))
 
-    # errors[l][column]: one value per draw.
-    errors = {n: {c: np.array([d[n][c] for d in draws]) for c in COLUMNS}
-              for n in args.n_labelled}
-    print(f"\ntoken error (%), mean{' ± std' if args.draws > 1 else ''} over {args.draws} "
-          f"draw(s)")
-    print(f"{'l':>5}  " + "  ".join(f"{c:>16}" for c in COLUMNS))
-    for n in args.n_labelled:
-        cells = []
-        for c in COLUMNS:
-            values = errors[n][c]
-            cell = f"{values.mean():.2f}"
-            if args.draws > 1:
-                cell += f" ± {values.std(ddof=1):.2f}"
-            cells.append(f"{cell:>16}")
-        print(f"{n:>5}  " + "  ".join(cells))
-    plot(errors, n_unlabelled, args)
+# %%
+# The figure
+# ----------
+# Left, the unlabelled sentences of the pool (for PR, its auxiliary distribution q);
+# right, the held-out sentences, which neither model saw.
 
 
 def plot(errors, n_unlabelled, args):
@@ -163,9 +219,11 @@ def plot(errors, n_unlabelled, args):
         f"graph k = 60,\n{args.em_iterations} EM iterations at most; {spread_note}",
         fontsize=11)
     figure.tight_layout()
+    return figure
+
+
+figure = plot(errors, n_unlabelled, args)
+if args.output:
     figure.savefig(args.output, dpi=110)
     print(f"wrote {args.output}")
-
-
-if __name__ == "__main__":
-    main()
+plt.show()
