@@ -2,14 +2,15 @@
 potentials: ``unary = X @ W`` forward, ``dW = X.T @ d_unary`` back.
 
 Training data is packed in chunks of consecutive sequences, evaluated one after another (or
-in ``n_jobs`` processes) with reused work arrays, so memory holds one chunk's work at a time
-per process, whatever the size of the corpus. Chunk results are summed pairwise along a
-binary tree over the chunks that depends only on the data, so the sums are the same for any
-``n_jobs``.
+in ``n_jobs`` processes, or on the workers of a dask cluster) with reused work arrays, so
+memory holds one chunk's work at a time per process, whatever the size of the corpus. Chunk
+results are summed pairwise along a binary tree over the chunks that depends only on the
+data, so the sums are the same for any ``n_jobs`` and any number of workers.
 """
 
 import shutil
 import tempfile
+import threading
 import weakref
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import joblib
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
+from ._threads import single_threaded_blas
 from .inference import ChainLayout, Workspace
 from .penalties import group_indicator
 
@@ -119,6 +121,9 @@ class ChunkedSequences:
         process. With several, the chunks are written once to memory-mapped files in a
         temporary folder (removed with this object) that the workers map instead of
         receiving copies, and this object maps them too, so the data is held once.
+        Inside ``joblib.parallel_config(backend="dask")``, where joblib counts the
+        cluster's cores for ``n_jobs=None``, the chunks are instead sent once to the
+        cluster's workers (`_ClusterChunks`): nothing assumes a shared file system.
     chunk_tokens : int, default=None
         None: `CHUNK_TOKENS`.
     order : {1, 2}, default=1
@@ -142,16 +147,25 @@ class ChunkedSequences:
             ))
         self.n_jobs = n_jobs
         self._workspace = Workspace()
-        self._paths = None
-        if effective_n_jobs(n_jobs) > 1 and len(self.chunks) > 1:
-            folder = tempfile.mkdtemp(prefix="sklearn_ssl_crf_")
-            weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
-            self._paths = []
-            for k, chunk in enumerate(self.chunks):
-                path = str(Path(folder) / f"chunk{k}.pkl")
-                joblib.dump(chunk, path)
-                self._paths.append(path)
-                self.chunks[k] = joblib.load(path, mmap_mode="r")
+        self._paths = self._cluster = None
+        if effective_n_jobs(n_jobs) <= 1 or len(self.chunks) <= 1:
+            return
+        client = _dask_client()
+        if client is not None:
+            self._cluster = _ClusterChunks(self.chunks, client)
+        else:
+            self._store_chunks()
+
+    def _store_chunks(self):
+        """Write the chunks to memory-mapped files that worker processes map."""
+        folder = tempfile.mkdtemp(prefix="sklearn_ssl_crf_")
+        weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+        self._paths = []
+        for k, chunk in enumerate(self.chunks):
+            path = str(Path(folder) / f"chunk{k}.pkl")
+            joblib.dump(chunk, path)
+            self._paths.append(path)
+            self.chunks[k] = joblib.load(path, mmap_mode="r")
 
     def sum(self, function, *args):
         """Element-wise sum over the chunks of ``function(chunk, workspace, *args)``, a tuple
@@ -167,6 +181,9 @@ class ChunkedSequences:
         picklable (defined at module level) when ``n_jobs > 1``.
         """
         n_chunks = len(self.chunks)
+        if self._cluster is not None:
+            return _range_sum(0, n_chunks, None, self._cluster.ranges,
+                              self._cluster.range_sums(function, args))
         if self._paths is None:
             return _range_sum(0, n_chunks, self._leaf(function, args))
         n_jobs = min(effective_n_jobs(self.n_jobs), n_chunks)
@@ -182,6 +199,68 @@ class ChunkedSequences:
 
     def _leaf(self, function, args):
         return lambda k: function(self.chunks[k], self._workspace, *args)
+
+
+class _ClusterChunks:
+    """Chunks held by the workers of a dask cluster, for `ChunkedSequences.sum`.
+
+    The tree's ranges at the first depth with at least two per worker are shared out in
+    contiguous groups, one per worker; each group's chunks are scattered to its worker once,
+    here, and each sum sends the workers only the function and its arguments (the weights)
+    and gets back one partial sum per range. A range is always summed by the same worker, so
+    the data never moves again.
+
+    Parameters
+    ----------
+    chunks : list of PackedSequences
+    client : distributed.Client
+    """
+
+    def __init__(self, chunks, client):
+        workers = sorted(client.scheduler_info()["workers"])
+        n_groups = min(len(workers), len(chunks))
+        groups = [[tuple(bounds) for bounds in group] for group in
+                  np.array_split(_tree_ranges(len(chunks), 2 * n_groups), n_groups)]
+        self.client = client
+        self.ranges = {bounds for group in groups for bounds in group}
+        self.groups = []
+        for worker, group in zip(workers, groups):
+            held = [k for first, stop in group for k in range(first, stop)]
+            futures = client.scatter([chunks[k] for k in held], workers=[worker],
+                                     hash=False)
+            self.groups.append((worker, group, dict(zip(held, futures))))
+
+    def range_sums(self, function, args):
+        """The sums of the ranges, left to right, computed by the workers."""
+        tasks = [self.client.submit(_sum_held, group, held, function, args, workers=[worker],
+                                    allow_other_workers=False, pure=False)
+                 for worker, group, held in self.groups]
+        return (part for sums in self.client.gather(tasks) for part in sums)
+
+
+_thread_state = threading.local()
+
+
+def _dask_client():
+    """The dask client of the active joblib backend (``parallel_config(backend="dask")``),
+    or None."""
+    backend, _ = joblib.parallel.get_active_backend()
+    # Checked by name, so that dask is imported only where it is in use.
+    if type(backend).__name__ != "DaskDistributedBackend":
+        return None
+    return backend.client
+
+
+def _sum_held(ranges, held, function, args):
+    """On a dask worker: the sums of some tree ranges of the chunks it holds (``held``:
+    chunk index -> chunk)."""
+    # A worker may run tasks of several fits at once, in threads: one workspace per thread.
+    workspace = getattr(_thread_state, "workspace", None)
+    if workspace is None:
+        workspace = _thread_state.workspace = Workspace()
+    with single_threaded_blas():
+        return [_range_sum(first, stop, lambda k: function(held[k], workspace, *args))
+                for first, stop in ranges]
 
 
 def _range_sum(first, stop, leaf, remote=(), remote_sums=None):

@@ -1,0 +1,105 @@
+"""The dask backend: chunk sums on the workers of a cluster, the same model as one process.
+
+A `distributed.LocalCluster` of two worker processes stands for a cluster. Skipped where
+dask is not installed (``pip install ".[dask]"``; the test extra installs it).
+"""
+
+import numpy as np
+import pytest
+from joblib import parallel_config
+from test_graph_pr import word_graph
+
+from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, packing
+from sklearn_ssl_crf.datasets import make_sequences
+from sklearn_ssl_crf.featurize import SequenceVectorizer
+from sklearn_ssl_crf.packing import ChunkedSequences
+from sklearn_ssl_crf.semi_supervised import _chunk_unlabelled_terms
+
+distributed = pytest.importorskip(
+    "distributed", reason='the dask backend needs dask[distributed] (pip install ".[dask]")')
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client
+
+
+@pytest.fixture
+def traffic(client, monkeypatch):
+    """Counts of what the client sends: scatter calls, and the kinds of task arguments."""
+    counts = {"scatter": 0, "tasks": 0, "argument_types": set()}
+    scatter, submit = distributed.Client.scatter, distributed.Client.submit
+
+    def counting_scatter(self, data, *args, **kwargs):
+        counts["scatter"] += 1
+        return scatter(self, data, *args, **kwargs)
+
+    def counting_submit(self, function, *args, **kwargs):
+        counts["tasks"] += 1
+        _, held, _, arguments = args
+        counts["argument_types"] |= {type(value).__name__ for value in held.values()}
+        counts["argument_types"] |= {type(value).__name__ for value in arguments}
+        return submit(self, function, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Client, "scatter", counting_scatter)
+    monkeypatch.setattr(distributed.Client, "submit", counting_submit)
+    return counts
+
+
+def test_chunk_sums_on_the_workers_equal_one_process(client, traffic):
+    X, _ = make_sequences(60, n_types=3, features="dict", random_state=0)
+    sequences = SequenceVectorizer().fit_transform(X)
+    rng = np.random.default_rng(0)
+    state = rng.normal(size=(sequences.n_features, 3))
+    transition = rng.normal(size=(3, 3))
+    local = ChunkedSequences(sequences, n_jobs=1, chunk_tokens=100)
+    expected = local.sum(_chunk_unlabelled_terms, state, transition, "lattice")
+    with parallel_config(backend="dask"):
+        remote = ChunkedSequences(sequences, chunk_tokens=100)
+    # No files: workers on other machines could not read them.
+    assert remote._paths is None and remote._cluster is not None
+    holders = {worker for worker, _, _ in remote._cluster.groups}
+    assert len(holders) == 2
+    for _ in range(3):
+        for one, other in zip(expected, remote.sum(_chunk_unlabelled_terms, state, transition,
+                                                   "lattice")):
+            np.testing.assert_array_equal(one, other)
+    # Each worker got its chunks once; three sums sent three tasks to each.
+    assert traffic["scatter"] == 2 and traffic["tasks"] == 6
+    assert traffic["argument_types"] == {"Future", "ndarray", "str"}
+    # Every chunk is held by exactly one worker.
+    held = [k for _, _, chunks in remote._cluster.groups for k in chunks]
+    assert sorted(held) == list(range(len(local.chunks)))
+
+
+def test_entropy_regularised_crf_on_a_cluster_is_the_one_process_model(client, traffic,
+                                                                          monkeypatch):
+    monkeypatch.setattr(packing, "CHUNK_TOKENS", 400)  # several chunks
+    X, y = make_sequences(300, features="dict", random_state=0)
+    params = {"gamma": 0.1, "proportion_weight": 1.0, "max_iterations": 15}
+    one = EntropyRegularizedCRF(n_jobs=1, **params).fit(X[:40], y[:40], X_unlabeled=X[40:])
+    with parallel_config(backend="dask"):
+        cluster = EntropyRegularizedCRF(**params).fit(X[:40], y[:40], X_unlabeled=X[40:])
+    np.testing.assert_array_equal(one.state_weights_, cluster.state_weights_)
+    np.testing.assert_array_equal(one.transition_weights_, cluster.transition_weights_)
+    # The labelled and the unlabelled chunks went to the two workers once per fit, while
+    # every one of the ~30 evaluations sent tasks with the weights only.
+    assert cluster.n_iter_ >= 20
+    assert traffic["scatter"] == 4
+    assert traffic["tasks"] >= 2 * cluster.n_iter_
+    assert "PackedSequences" not in traffic["argument_types"]
+
+
+def test_graph_pr_on_a_cluster_is_the_one_process_model(client, monkeypatch):
+    monkeypatch.setattr(packing, "CHUNK_TOKENS", 700)
+    X, y = make_sequences(240, features="dict", random_state=0)
+    y_partial = y[:30] + [None] * 210
+    params = {"graph": word_graph(X), "lam": 1.0, "em_iterations": 2}
+    one = GraphPRCRF(n_jobs=1, **params).fit(X, y_partial)
+    with parallel_config(backend="dask"):
+        cluster = GraphPRCRF(**params).fit(X, y_partial)
+    np.testing.assert_array_equal(one.state_weights_, cluster.state_weights_)
+    assert one.transduction_ == cluster.transduction_
