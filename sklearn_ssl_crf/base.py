@@ -1,6 +1,6 @@
 """What every chain CRF estimator shares: input handling, prediction, fitted attributes."""
 
-from itertools import chain
+from itertools import chain, islice
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -24,31 +24,72 @@ from .inference.entropy import position_entropies
 from .metrics import span_f1_score
 from .packing import PackedSequences
 from .parameters import transition_potentials
+from .sequences import SequenceMatrix
 
 __all__ = ["BaseCRF", "BestIterate", "featurise_training_input", "unlabelled_sequences"]
 
 
-def featurise_training_input(X, min_freq=0):
-    """The featurizer fitted on training input X and X featurised with it.
+def featurise_training_input(X, min_freq=0, stream=()):
+    """The featurizer fitted on training input X and more sequences read from ``stream``,
+    and both featurised with it.
+
+    ``stream`` is any iterable of sequences of the same kind as X's (a generator is read
+    once), featurised a block at a time, so that at most one block of it is held as dicts.
 
     Returns
     -------
     vectorizer : SequenceVectorizer or None
         None for feature-matrix input.
     sequences : SequenceMatrix
+        X featurised.
+    blocks : list of SequenceMatrix
+        The sequences of ``stream``, in order.
     """
     X = as_sequence_list(X)
     if len(X) == 0:
         raise ValueError("X is empty: fit needs at least one labelled sequence")
+    if isinstance(stream, (str, bytes, dict)) or not hasattr(stream, "__iter__"):
+        raise TypeError(f"X_unlabeled must be an iterable of sequences, got "
+                        f"{type(stream).__name__}")
+    if isinstance(stream, SequenceMatrix):
+        stream = [stream]  # one block, already featurised
+    elif is_matrix_input(X):
+        stream = (matrices_to_sequence_matrix(block) for block in _blocks(stream))
     if is_matrix_input(X):
         if min_freq:
             raise ValueError(
                 "min_freq applies to feature-dict input; with feature matrices, filter "
                 "the columns in the featurizer (e.g. SequenceVectorizer(min_freq=...))"
             )
-        return None, matrices_to_sequence_matrix(X)
+        sequences = matrices_to_sequence_matrix(X)
+        blocks = [_check_block(block, sequences.n_features) for block in stream]
+        return None, sequences, blocks
+    if isinstance(stream, list) and any(isinstance(block, SequenceMatrix) for block in stream):
+        raise TypeError("X holds feature dicts but X_unlabeled holds feature matrices")
     vectorizer = SequenceVectorizer(min_freq=min_freq)
-    return vectorizer, vectorizer.fit_transform(X)
+    sequences, blocks = vectorizer.fit_transform_stream(X, stream, _STREAM_BLOCK)
+    return vectorizer, sequences, blocks
+
+
+#: Unlabelled sequences featurised at a time when they are streamed.
+_STREAM_BLOCK = 2000
+
+
+def _blocks(sequences):
+    """Lists of `_STREAM_BLOCK` consecutive sequences of an iterable."""
+    iterator = iter(sequences)
+    while True:
+        block = list(islice(iterator, _STREAM_BLOCK))
+        if not block:
+            return
+        yield block
+
+
+def _check_block(block, n_features):
+    if block.n_features != n_features:
+        raise ValueError(f"X has {n_features} attributes per token but X_unlabeled has "
+                         f"{block.n_features}")
+    return block
 
 
 def unlabelled_sequences(sequences, labelled):
@@ -81,12 +122,21 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         and the label codes of their tokens. Sets ``vectorizer_``, ``attributes_``,
         ``num_attributes_`` and ``classes_``.
         """
-        self.vectorizer_, sequences = featurise_training_input(X, min_freq)
+        return self._fit_inputs_and_stream(X, y, (), min_freq)[:3]
+
+    def _fit_inputs_and_stream(self, X, y, X_unlabeled, min_freq=0):
+        """`_fit_inputs`, with the unlabelled sequences of ``X_unlabeled`` (any iterable,
+        read once, a block at a time) also returned, as a list of `SequenceMatrix` blocks
+        from which empty sequences are removed."""
+        self.vectorizer_, sequences, blocks = featurise_training_input(X, min_freq,
+                                                                      X_unlabeled)
         labelled = self._labelled_sequences(sequences, y)
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence (every entry is None)")
         self.classes_, codes = encode_labels(y[i] for i in labelled)
-        return sequences, labelled, codes
+        blocks = [block if block.lengths.all() else block[np.flatnonzero(block.lengths)]
+                  for block in blocks]
+        return sequences, labelled, codes, blocks
 
     def _labelled_sequences(self, sequences, y):
         """Set ``attributes_`` and ``num_attributes_`` from the featurised X; check y against

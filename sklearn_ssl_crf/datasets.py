@@ -27,6 +27,7 @@ __all__ = [
     "read_conllu",
     "read_ocr_letters",
     "read_text",
+    "iter_text",
 ]
 
 _DOCSTART = "-DOCSTART-"
@@ -55,14 +56,17 @@ def _read_lines(source, encoding):
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise ValueError(
-            f"{source}, line {line}: byte {data[error.start:error.start + 1]!r} is not valid "
-            f"{encoding} ({error.reason}); give the file's encoding"
-        ) from None
+        raise _decoding_error(source, data.count(b"\n", 0, error.start) + 1, data, error,
+                              encoding) from None
     # As universal newlines would: CRLF and CR become LF. Splitting on "\n" only (not
     # str.splitlines) keeps tokens that contain exotic line separators such as U+2028 intact.
     return str(source), text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _decoding_error(source, lineno, data, error, encoding):
+    byte = data[error.start:error.start + 1]
+    return ValueError(f"{source}, line {lineno}: byte {byte!r} is not valid {encoding} "
+                      f"({error.reason}); give the file's encoding")
 
 
 def _column_indices(columns, label_column, n_fields, name, lineno):
@@ -330,6 +334,59 @@ def read_text(path, encoding="utf-8"):
     """
     _, lines = _read_lines(path, encoding)
     return [tokens for tokens in map(str.split, lines) if tokens]
+
+
+def iter_text(path, encoding="utf-8"):
+    """Read raw text lazily, one sentence per line: `read_text` as a generator.
+
+    Only one line is in memory at a time, so millions of unlabelled sentences can be
+    featurised and packed as they are read (``X_unlabeled`` of the estimators takes any
+    iterable). Each pass over the file needs a new generator.
+
+    Parameters
+    ----------
+    path : str, path-like or text file object
+        The file to read (gzip-compressed when its name ends in ``.gz``).
+    encoding : str, default="utf-8"
+        Encoding used when ``path`` is a path.
+
+    Yields
+    ------
+    tokens : list of str
+        The tokens of each non-blank line.
+
+    Raises
+    ------
+    ValueError
+        When the line being read holds a byte that is not valid in ``encoding`` (the
+        message names the file and the line number).
+
+    Examples
+    --------
+    >>> import io
+    >>> from sklearn_ssl_crf.datasets import iter_text
+    >>> sentences = iter_text(io.StringIO("The cat sat .\\n\\nIt ran .\\n"))
+    >>> next(sentences)
+    ['The', 'cat', 'sat', '.']
+    >>> list(sentences)
+    [['It', 'ran', '.']]
+    """
+    if hasattr(path, "read"):
+        for line in path:
+            tokens = line.split()
+            if tokens:
+                yield tokens
+        return
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode(encoding)
+            except UnicodeDecodeError as error:
+                raise _decoding_error(path, lineno, raw, error, encoding) from None
+            tokens = line.split()
+            if tokens:
+                yield tokens
 
 
 def read_ocr_letters(path):

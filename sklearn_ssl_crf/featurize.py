@@ -17,7 +17,7 @@ import numbers
 from array import array
 from collections import defaultdict
 from collections.abc import Mapping
-from itertools import chain
+from itertools import chain, islice
 from operator import itemgetter
 
 import numpy as np
@@ -150,6 +150,30 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         Xs : SequenceMatrix
             One row per token, one column per attribute.
         """
+        Xs, _ = self.fit_transform_stream(X, ())
+        return Xs
+
+    def fit_transform_stream(self, X, stream, block_size=2000):
+        """Learn the vocabulary from X and a stream of more sequences, and featurise both,
+        holding at most ``block_size`` sequences of the stream as dicts at a time.
+
+        The same vocabulary and rows as ``fit_transform`` of X followed by the stream's
+        sequences; the stream is read once, so it may be a generator.
+
+        Parameters
+        ----------
+        X : iterable of sequences of token dicts
+        stream : iterable of sequences of token dicts
+        block_size : int, default=2000
+            Sequences of ``stream`` featurised at a time.
+
+        Returns
+        -------
+        Xs : SequenceMatrix
+            The sequences of X.
+        blocks : list of SequenceMatrix
+            The sequences of ``stream``, ``block_size`` at a time.
+        """
         min_freq = self.min_freq
         if (
             not isinstance(min_freq, numbers.Real)
@@ -157,16 +181,44 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
             or not min_freq >= 0
         ):
             raise ValueError(f"min_freq must be a non-negative number, got {min_freq!r}")
-        matrix, offsets, names, cache = _encode_growing(X, {})
+        if isinstance(stream, (str, bytes, Mapping)) or not hasattr(stream, "__iter__"):
+            raise TypeError(f"the stream must be an iterable of sequences, got "
+                            f"{type(stream).__name__}")
+        cache = _growing_cache({})
+        parts = [_encode(X, cache)]
+        sequences = iter(stream)
+        while True:
+            block = list(islice(sequences, block_size))
+            if not block:
+                break
+            parts.append(_encode(block, cache, first=block_size * (len(parts) - 1),
+                                 name="the stream"))
+            del block  # before the next is read: one block of dicts at a time
+        names = list(cache.vocabulary)
+        # Blocks read early have fewer columns than the final vocabulary.
+        matrices = [sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr),
+                                  shape=(matrix.shape[0], len(names)))
+                    for matrix, _ in parts]
         new_columns = None
         if min_freq > 0:
             # Rows hold unique indices, so the count of a column is its number of tokens.
-            keep = np.bincount(matrix.indices, minlength=len(names)) > min_freq
+            counts = sum(np.bincount(matrix.indices, minlength=len(names))
+                         for matrix in matrices)
+            keep = counts > min_freq
             if not keep.all():
-                matrix = matrix[:, np.flatnonzero(keep)]
+                kept = np.flatnonzero(keep)
+                matrices = [matrix[:, kept] for matrix in matrices]
                 names = [name for name, kept in zip(names, keep) if kept]
                 new_columns = np.where(keep, np.cumsum(keep) - 1, -1)
-        return self._set_vocabulary(matrix, offsets, names, cache, new_columns)
+        self.feature_names_ = names
+        self.vocabulary_ = {name: column for column, name in enumerate(names)}
+        # The lookups made while growing serve every later transform (see `_ColumnCache`).
+        cache.freeze(self.vocabulary_, new_columns)
+        self._column_cache = cache
+        feature_names = self.get_feature_names_out()
+        featurised = [SequenceMatrix(matrix, offsets, feature_names=feature_names)
+                      for matrix, (_, offsets) in zip(matrices, parts)]
+        return featurised[0], featurised[1:]
 
     def extend_transform(self, X):
         """Add the attributes of X not yet in the vocabulary, as new columns after the
@@ -186,15 +238,11 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         if self.min_freq:
             raise ValueError("min_freq needs the whole corpus; it cannot be used when the "
                              "vocabulary grows with streamed data")
-        return self._set_vocabulary(*_encode_growing(X, self.vocabulary_))
-
-    def _set_vocabulary(self, matrix, offsets, names, cache, new_columns=None):
-        """Keep the attribute ``names`` (in column order) as the vocabulary; ``matrix`` is X
-        over them."""
-        self.feature_names_ = names
-        self.vocabulary_ = {name: column for column, name in enumerate(names)}
-        # The lookups made while growing serve every later transform (see `_ColumnCache`).
-        cache.freeze(self.vocabulary_, new_columns)
+        cache = _growing_cache(self.vocabulary_)
+        matrix, offsets = _encode(X, cache)
+        self.feature_names_ = list(cache.vocabulary)
+        self.vocabulary_ = dict(cache.vocabulary)
+        cache.freeze(self.vocabulary_)
         self._column_cache = cache
         return SequenceMatrix(matrix, offsets, feature_names=self.get_feature_names_out())
 
@@ -249,11 +297,12 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
             self._column_cache = _ColumnCache(self.vocabulary_)
 
 
-def _encode(X, cache):
+def _encode(X, cache, first=0, name="X"):
     """Featurise ``X`` into a CSR matrix and the sequence offsets.
 
     Columns come from ``cache`` (a `_ColumnCache`); the matrix has as many columns as its
-    vocabulary once all of ``X`` is read.
+    vocabulary once all of ``X`` is read. Error messages number the sequences from ``first``
+    and, unless ``name`` is X, name their source.
     """
     _check_corpus(X)
     # Column of every stored attribute, token by token; -1 marks entries to drop. Weights
@@ -276,9 +325,10 @@ def _encode(X, cache):
     key_value_columns = cache.key_value_columns
     key_column = cache.key_column
     key_value_column = cache.key_value_column
-    for i, sequence in enumerate(X):
+    source = "" if name == "X" else f"{name}, "
+    for i, sequence in enumerate(X, first):
         if type(sequence) is not list:
-            _check_sequence(sequence, i)
+            _check_sequence(sequence, i, source)
         t = 0
         try:
             for t, token in enumerate(sequence):
@@ -323,25 +373,23 @@ def _encode(X, cache):
                 end_token(len(indices))
         except (TypeError, ValueError) as exc:
             kind = TypeError if isinstance(exc, TypeError) else ValueError
-            raise kind(f"sequence {i}, token {t}: {exc}") from exc
+            raise kind(f"{source}sequence {i}, token {t}: {exc}") from exc
         end_sequence(len(indptr) - 1)
     matrix = _assemble(indices, indptr, positions, weights, len(cache.vocabulary))
     return matrix, np.frombuffer(offsets, dtype=np.int64)
 
 
 
-def _encode_growing(X, vocabulary):
-    """Encode X, giving each attribute not in ``vocabulary`` (name -> column, columns
-    0 .. len - 1) the next free column; returns the matrix, offsets, all names in column
-    order and the lookup cache."""
-    # A missing name gets the next free column: the vocabulary grows in order of first
-    # appearance without a test in the inner loop.
+def _growing_cache(vocabulary):
+    """A `_ColumnCache` that gives each attribute not in ``vocabulary`` (name -> column,
+    columns 0 .. len - 1) the next free column."""
+    # The vocabulary grows in order of first appearance, the same whether the sequences
+    # come at once or in blocks, without a test in the inner loop.
     grown = defaultdict()
     grown.update(vocabulary)
     grown.default_factory = grown.__len__
-    cache = _ColumnCache(grown, grow=True)
-    matrix, offsets = _encode(X, cache)
-    return matrix, offsets, list(grown), cache
+    return _ColumnCache(grown, grow=True)
+
 
 class _ColumnCache:
     """Columns of attributes, by token-dict key (bool and float values) and by key and str
@@ -440,22 +488,22 @@ def _check_corpus(X):
         ) from None
 
 
-def _check_sequence(sequence, i):
+def _check_sequence(sequence, i, source=""):
     if isinstance(sequence, (str, bytes)):
         raise TypeError(
-            f"sequence {i} is a {type(sequence).__name__}, not a list of tokens; "
+            f"{source}sequence {i} is a {type(sequence).__name__}, not a list of tokens; "
             "split it into tokens first (and build features with WindowFeatures)"
         )
     if isinstance(sequence, Mapping):
         raise TypeError(
-            f"sequence {i} is a dict, not a list of tokens; X must be a list of "
+            f"{source}sequence {i} is a dict, not a list of tokens; X must be a list of "
             "sequences, so wrap a single sequence in a list: [sequence]"
         )
     try:
         iter(sequence)
     except TypeError:
         raise TypeError(
-            f"sequence {i} is a {type(sequence).__name__}, not a list of tokens"
+            f"{source}sequence {i} is a {type(sequence).__name__}, not a list of tokens"
         ) from None
 
 
@@ -755,11 +803,19 @@ class WindowFeatures(SequenceTagsMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        features : list of list of dict
-            One dict per token, in the input's order.
+        features : list of list of dict, or an iterator of them
+            One dict per token, in the input's order. When X is an iterator (a generator,
+            say, or `datasets.iter_text`), an iterator that builds each sequence's dicts as
+            it is read, for streaming unlabelled text into ``fit(..., X_unlabeled=...)``.
         """
         window, suffixes, prefixes, column_prefixes = self._check_params()
         _check_corpus(X)
+        sequences = self._features(X, window, suffixes, prefixes, column_prefixes)
+        return sequences if iter(X) is X else list(sequences)
+
+    def _features(self, X, window, suffixes, prefixes, column_prefixes):
+        """The feature dicts of the sequences of X, a generator (set up here, so that a
+        model that is not fitted fails at once)."""
         clusters = self._fitted_clusters()
         token_values = _TokenValues(
             suffixes, prefixes, self.word_shape, column_prefixes, clusters
@@ -771,49 +827,51 @@ class WindowFeatures(SequenceTagsMixin, TransformerMixin, BaseEstimator):
             clusters, self.word_vectors
         )
         bos_eos = self.bos_eos
-        features = []
-        for i, sequence in enumerate(X):
-            if type(sequence) is not list:
-                _check_sequence(sequence, i)
-                if vectors is not None:
-                    sequence = list(sequence)  # read twice: for the values, the vectors
-            values = token_values.of_sequence(sequence, i)
-            if not values:
-                features.append([])
-                continue
-            # Every token has m values, so the values of tokens j - left .. j + right are
-            # one slice of their concatenation, named by keys[left][right].
-            m = len(values[0])
-            keys = keys_by_length[m]
-            flat = list(chain.from_iterable(values))
-            last = len(values) - 1
-            sequence_features = []
-            for j in range(last + 1):
-                left = j if j < window else window
-                right = last - j if last - j < window else window
-                token_features = {"bias": 1.0}
-                token_features.update(
-                    zip(keys[left][right], flat[(j - left) * m:(j + right + 1) * m])
-                )
-                if clusters is not None:
-                    # Words outside the clusters' vocabulary have None: no feature.
-                    token_features = {
-                        key: value for key, value in token_features.items()
-                        if value is not None
-                    }
+
+        def sequences():
+            for i, sequence in enumerate(X):
+                if type(sequence) is not list:
+                    _check_sequence(sequence, i)
                     if vectors is not None:
-                        token = sequence[j]
-                        token_features.update(
-                            vectors[token if type(token) is str else token[0]]
-                        )
-                if bos_eos:
-                    if j == 0:
-                        token_features["BOS"] = True
-                    if j == last:
-                        token_features["EOS"] = True
-                sequence_features.append(token_features)
-            features.append(sequence_features)
-        return features
+                        sequence = list(sequence)  # read twice: for the values, the vectors
+                values = token_values.of_sequence(sequence, i)
+                if not values:
+                    yield []
+                    continue
+                # Every token has m values, so the values of tokens j - left .. j + right are
+                # one slice of their concatenation, named by keys[left][right].
+                m = len(values[0])
+                keys = keys_by_length[m]
+                flat = list(chain.from_iterable(values))
+                last = len(values) - 1
+                token_dicts = []
+                for j in range(last + 1):
+                    left = j if j < window else window
+                    right = last - j if last - j < window else window
+                    token_features = {"bias": 1.0}
+                    token_features.update(
+                        zip(keys[left][right], flat[(j - left) * m:(j + right + 1) * m])
+                    )
+                    if clusters is not None:
+                        # Words outside the clusters' vocabulary have None: no feature.
+                        token_features = {
+                            key: value for key, value in token_features.items()
+                            if value is not None
+                        }
+                        if vectors is not None:
+                            token = sequence[j]
+                            token_features.update(
+                                vectors[token if type(token) is str else token[0]]
+                            )
+                    if bos_eos:
+                        if j == 0:
+                            token_features["BOS"] = True
+                        if j == last:
+                            token_features["EOS"] = True
+                    token_dicts.append(token_features)
+                yield token_dicts
+
+        return sequences()
 
     def _check_params(self):
         window = _check_window(self.window)

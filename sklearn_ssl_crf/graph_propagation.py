@@ -184,7 +184,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         Returns the `SequenceMatrix` of X, the indices of the labelled tokens (all
         sequences end to end) and their label codes.
         """
-        _, sequences = featurise_training_input(X)
+        _, sequences, _ = featurise_training_input(X)
         labelled = check_labels(y, sequences.lengths)
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence (every entry is None)")

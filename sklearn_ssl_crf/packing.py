@@ -16,6 +16,7 @@ from pathlib import Path
 
 import joblib
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed, effective_n_jobs
 
 from ._threads import single_threaded_blas
@@ -109,7 +110,10 @@ class ChunkedSequences:
 
     Parameters
     ----------
-    sequences : SequenceMatrix
+    sequences : SequenceMatrix or list of SequenceMatrix
+        The sequences, or consecutive parts of them (blocks of a stream) with the same
+        columns; a list is emptied as its parts are packed, so that their memory is freed
+        while the chunks fill.
     labels : ndarray of int of shape (n_tokens,), default=None
         Label index of every token of ``sequences``.
     n_labels : int, default=None
@@ -137,11 +141,15 @@ class ChunkedSequences:
     def __init__(self, sequences, labels=None, n_labels=None, groups=None, n_groups=None,
                  n_jobs=None, chunk_tokens=None, order=1):
         self.chunks = []
-        offsets = sequences.offsets
+        parts = sequences if isinstance(sequences, list) else [sequences]
+        lengths = np.concatenate([np.zeros(0, dtype=np.int64)]
+                                 + [part.lengths for part in parts])
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        rows_of = _RowReader(parts)
         for first, stop in _chunk_bounds(offsets, chunk_tokens or CHUNK_TOKENS):
             rows = slice(offsets[first], offsets[stop])
             self.chunks.append(PackedSequences(
-                sequences.matrix[rows], sequences.lengths[first:stop],
+                rows_of(rows), lengths[first:stop],
                 None if labels is None else labels[rows], n_labels,
                 None if groups is None else groups[rows], n_groups, order,
             ))
@@ -199,6 +207,28 @@ class ChunkedSequences:
 
     def _leaf(self, function, args):
         return lambda k: function(self.chunks[k], self._workspace, *args)
+
+
+class _RowReader:
+    """``reader(rows)``: the token rows ``rows`` (a slice, each call after the last) of
+    consecutive `SequenceMatrix` parts, as one CSR matrix; a part is removed from the list
+    once read to its end."""
+
+    def __init__(self, parts):
+        self.parts = parts
+        self.start = 0  # first row of parts[0]
+
+    def __call__(self, rows):
+        pieces = []
+        while self.parts:
+            matrix = self.parts[0].matrix
+            end = self.start + matrix.shape[0]
+            pieces.append(matrix[max(rows.start - self.start, 0):rows.stop - self.start])
+            if end > rows.stop:
+                break
+            self.parts.pop(0)
+            self.start = end
+        return pieces[0] if len(pieces) == 1 else sp.vstack(pieces, format="csr")
 
 
 class _ClusterChunks:

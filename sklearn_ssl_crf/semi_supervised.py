@@ -18,7 +18,6 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._validation import concatenate_inputs
 from .base import BestIterate, unlabelled_sequences
 from .crf import (
     CRF,
@@ -138,8 +137,11 @@ termination_condition_, vectorizer_
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
         y : list of label sequences, None for an unlabelled sequence
-        X_unlabeled : same kind as X, default=None
-            More unlabelled sequences.
+        X_unlabeled : iterable of sequences of the same kind as X, default=None
+            More unlabelled sequences: a list, or any iterable such as a generator, which
+            is read once and featurised 2,000 sequences at a time, so that they are never
+            all held as feature dicts (`datasets.iter_text` reads a text file lazily, and
+            `WindowFeatures.transform` of an iterator is an iterator).
         X_dev, y_dev : optional
             A development set scored after every iteration; the semi-supervised phase keeps
             the iterate with the best dev span F1 (never worse than the supervised start).
@@ -149,8 +151,8 @@ termination_condition_, vectorizer_
         self : EntropyRegularizedCRF
         """
         _check_dev_pair(X_dev, y_dev)
-        X, y = concatenate_inputs(X, y, X_unlabeled)
-        sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
+            X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
         unlabelled = unlabelled_sequences(sequences, labelled)
         if self.order == 2 and self.entropy_gradient == "covariance" and self.gamma > 0:
             raise ValueError(
@@ -158,7 +160,9 @@ termination_condition_, vectorizer_
                 "first-order only; use order=1, or entropy_gradient='lattice', which gives "
                 "the same gradient at any order")
         labelled_data = self._chunked(sequences[labelled], codes)
-        unlabelled_data = self._chunked(sequences[unlabelled])
+        # The chunks take the blocks from the list, freeing each once packed.
+        streamed.insert(0, sequences[unlabelled])
+        unlabelled_data = self._chunked(streamed)
         del sequences
         self.target_proportions_ = target_proportions(self.label_proportions,
                                                       self.classes_, codes)
@@ -172,7 +176,7 @@ termination_condition_, vectorizer_
         log = [dict(entry, phase="supervised") for entry in supervised.log]
         self.best_iteration_ = None
         result = supervised
-        if unlabelled.size and (self.gamma > 0 or self.proportion_weight > 0):
+        if unlabelled_data.chunks and (self.gamma > 0 or self.proportion_weight > 0):
             objective, parts = self._semi_supervised_objective(labelled_data, unlabelled_data,
                                                                layout)
             tracker = BestIterate(supervised.x, dev)

@@ -1,0 +1,136 @@
+"""Unlabelled sequences streamed: generators and text files give the list's model, a block
+at a time."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_ssl_crf import EntropyRegularizedCRF, SemiSupervisedCRF, WindowFeatures, base, packing
+from sklearn_ssl_crf.datasets import iter_text, make_sequences
+from sklearn_ssl_crf.featurize import SequenceVectorizer
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 7 streamed sequences and chunks of 300 tokens: chunks span blocks."""
+    monkeypatch.setattr(base, "_STREAM_BLOCK", 7)
+    monkeypatch.setattr(packing, "CHUNK_TOKENS", 300)
+
+
+@pytest.fixture(scope="module")
+def words():
+    X, y = make_sequences(260, random_state=0)
+    return X[:40], y[:40], X[40:]
+
+
+@pytest.mark.parametrize("min_freq", [0, 1])
+def test_vocabulary_and_rows_do_not_depend_on_the_blocks(min_freq):
+    X, _ = make_sequences(120, features="dict", random_state=1)
+    whole = SequenceVectorizer(min_freq=min_freq).fit_transform(X)
+    vectorizer = SequenceVectorizer(min_freq=min_freq)
+    head, blocks = vectorizer.fit_transform_stream(X[:10], iter(X[10:]), block_size=9)
+    assert [len(block) for block in blocks] == [9] * 12 + [2]
+    assert vectorizer.feature_names_ == list(whole.feature_names)
+    stacked = sp.vstack([head.matrix] + [block.matrix for block in blocks], format="csr")
+    assert (stacked != whole.matrix).nnz == 0
+    np.testing.assert_array_equal(
+        np.concatenate([head.lengths] + [block.lengths for block in blocks]), whole.lengths)
+    # Later transforms use the vocabulary of the whole stream.
+    assert (vectorizer.transform(X[100:]).matrix != whole[np.arange(100, 120)].matrix).nnz == 0
+
+
+def test_a_generator_a_text_file_and_a_list_give_the_same_model(words, small_blocks,
+                                                                   tmp_path):
+    X, y, unlabelled = words
+    features = WindowFeatures().fit(X)
+    Xf = features.transform(X)
+    params = {"gamma": 0.1, "proportion_weight": 1.0, "max_iterations": 20}
+    listed = EntropyRegularizedCRF(**params).fit(Xf, y, X_unlabeled=features.transform(unlabelled))
+    generated = EntropyRegularizedCRF(**params).fit(
+        Xf, y, X_unlabeled=features.transform(iter(unlabelled)))
+    path = tmp_path / "raw.txt"
+    # Blank lines are skipped, as read_text skips them.
+    path.write_text("\n\n".join(" ".join(sentence) for sentence in unlabelled) + "\n",
+                    encoding="utf-8")
+    from_file = EntropyRegularizedCRF(**params).fit(
+        Xf, y, X_unlabeled=features.transform(iter_text(path)))
+    inline = EntropyRegularizedCRF(**params).fit(
+        Xf + features.transform(unlabelled), y + [None] * len(unlabelled))
+    assert listed.n_iter_ > 5
+    for model in (generated, from_file, inline):
+        assert model.attributes_ == listed.attributes_
+        np.testing.assert_array_equal(model.state_weights_, listed.state_weights_)
+        np.testing.assert_array_equal(model.transition_weights_, listed.transition_weights_)
+
+
+def test_feature_matrices_stream_too(words, small_blocks):
+    X, y, unlabelled = words
+    vectorizer = SequenceVectorizer().fit(WindowFeatures().fit_transform(X + unlabelled))
+    features = WindowFeatures().fit(X)
+
+    def matrices(sequences):
+        featurised = vectorizer.transform(features.transform(sequences))
+        return [featurised.matrix[start:stop] for start, stop in
+                zip(featurised.offsets[:-1], featurised.offsets[1:])]
+
+    params = {"gamma": 0.1, "max_iterations": 10}
+    listed = SemiSupervisedCRF(**params).fit(matrices(X), y, X_unlabeled=matrices(unlabelled))
+    generated = SemiSupervisedCRF(**params).fit(matrices(X), y,
+                                                X_unlabeled=iter(matrices(unlabelled)))
+    np.testing.assert_array_equal(generated.state_weights_, listed.state_weights_)
+    with pytest.raises(ValueError, match="X has .* attributes per token but X_unlabeled has"):
+        SemiSupervisedCRF(**params).fit(matrices(X), y,
+                                        X_unlabeled=(m[:, :5] for m in matrices(unlabelled)))
+
+
+class _Sentence(list):
+    """A sequence that counts how many of its kind are alive."""
+
+    alive = peak = 0
+
+    def __init__(self, tokens):
+        super().__init__(tokens)
+        _Sentence.alive += 1
+        _Sentence.peak = max(_Sentence.peak, _Sentence.alive)
+
+    def __del__(self):
+        _Sentence.alive -= 1
+
+
+def test_a_stream_is_held_one_block_at_a_time(words, small_blocks):
+    X, y, unlabelled = words
+    features = WindowFeatures().fit(X)
+    stream = (_Sentence(features.transform([sentence])[0]) for sentence in unlabelled)
+    model = EntropyRegularizedCRF(gamma=0.1, max_iterations=2).fit(
+        features.transform(X), y, X_unlabeled=stream)
+    assert any(entry["phase"] == "semi-supervised" for entry in model.training_log_)
+    # 220 sentences went through, never more than one block of 7 (and the one being read).
+    assert _Sentence.alive == 0 and 1 < _Sentence.peak <= 8
+
+
+def test_a_bad_line_of_a_streamed_text_file_is_named(words, tmp_path):
+    X, y, unlabelled = words
+    path = tmp_path / "raw.txt"
+    lines = [" ".join(sentence).encode() for sentence in unlabelled[:5]]
+    lines[3] = b"w001 \xff w002"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    features = WindowFeatures().fit(X)
+    with pytest.raises(ValueError, match=r"raw\.txt, line 4: byte b'\\xff' is not valid utf-8"):
+        EntropyRegularizedCRF(gamma=0.1).fit(features.transform(X), y,
+                                             X_unlabeled=features.transform(iter_text(path)))
+    # Everything before the bad line was read lazily: the generator reached line 4 only.
+    sentences = iter_text(path)
+    assert [next(sentences) for _ in range(3)] == [s.split() for s in
+                                                   map(bytes.decode, lines[:3])]
+    with pytest.raises(ValueError, match="line 4"):
+        next(sentences)
+
+
+def test_a_stream_of_dicts_must_match_dict_input(words):
+    X, y, unlabelled = words
+    features = WindowFeatures().fit(X)
+    with pytest.raises(TypeError, match="X_unlabeled must be an iterable of sequences"):
+        EntropyRegularizedCRF().fit(features.transform(X), y, X_unlabeled=42)
+    with pytest.raises(TypeError, match="the stream, sequence 0 is a str"):
+        EntropyRegularizedCRF().fit(features.transform(X), y,
+                                    X_unlabeled=iter(["not a tokenised sentence"]))
