@@ -54,7 +54,7 @@ class PackedSequences:
     ----------
     layout : ChainLayout
     matrix : csr_matrix
-        Rows in packed order.
+        Rows in packed order; float32 values when that loses nothing.
     labels : ndarray or None
         Labels in packed order.
     transition_counts : ndarray of shape (n_labels, n_labels) or None
@@ -72,6 +72,12 @@ class PackedSequences:
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.layout = ChainLayout(self.lengths)
         self.matrix = matrix[self.layout.order]
+        # Feature values are almost all 1 (indicators): held as float32 where that is exact,
+        # a third less memory for the packed data. Products upcast them to float64, so
+        # every result is the same to the bit.
+        values = self.matrix.data
+        if values.dtype == np.float64 and np.array_equal(values.astype(np.float32), values):
+            self.matrix.data = values.astype(np.float32)
         self.labels = self.transition_counts = self.label_index = None
         if labels is not None:
             labels = np.asarray(labels, dtype=np.int64)
