@@ -17,7 +17,8 @@ from pathlib import Path
 import joblib
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, cpu_count, delayed, effective_n_jobs
+from joblib.externals.loky import ProcessPoolExecutor
 
 from ._threads import single_threaded_blas
 from .inference import ChainLayout, Workspace
@@ -194,22 +195,36 @@ class ChunkedSequences:
         so a few long tasks lose less than one task per chunk). ``function`` must be
         picklable (defined at module level) when ``n_jobs > 1``.
         """
+        ranges, local, remote_results = self._share_out(function, args, True)
+        return _range_sum(0, len(self.chunks), self._leaf(function, args), ranges - local,
+                          remote_results)
+
+    def map(self, function, *args):
+        """``function(chunk, workspace, *args)`` of every chunk, as a list in chunk order,
+        computed where `sum` computes (in worker processes, on a cluster's workers)."""
+        ranges, local, remote_results = self._share_out(function, args, False)
+        leaf = self._leaf(function, args)
+        return [result for first, stop in sorted(ranges) for result in (
+            [leaf(k) for k in range(first, stop)] if (first, stop) in local
+            else next(remote_results))]
+
+    def _share_out(self, function, args, reduce):
+        """Start the work of `sum` (``reduce``: each range's sum) or `map` (each range's
+        list of results) on the ranges done elsewhere. Returns the set of the tree's ranges
+        covering the chunks, those done in this process, and an iterator over the results
+        of the others, left to right."""
         n_chunks = len(self.chunks)
         if self._cluster is not None:
-            return _range_sum(0, n_chunks, None, self._cluster.ranges,
-                              self._cluster.range_sums(function, args))
+            return (self._cluster.ranges, set(),
+                    self._cluster.range_results(function, args, reduce))
         if self._paths is None:
-            return _range_sum(0, n_chunks, self._leaf(function, args))
+            return {(0, n_chunks)}, {(0, n_chunks)}, iter(())
         n_jobs = min(effective_n_jobs(self.n_jobs), n_chunks)
         groups = [[tuple(bounds) for bounds in group] for group in
                   np.array_split(_tree_ranges(n_chunks, 2 * n_jobs), n_jobs)]
-        # n_jobs - 1 tasks on n_jobs workers, one of them idle: joblib would run a pool of one
-        # in this process, and a pool of n_jobs is the one other calls with n_jobs reuse.
-        tasks = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_sum_stored)(self._paths, group, function, args) for group in groups[1:])
-        remote = {bounds for group in groups[1:] for bounds in group}
-        return _range_sum(0, n_chunks, self._leaf(function, args), remote,
-                          (part for sums in tasks for part in sums))
+        tasks = _stored_results(self._paths, groups[1:], function, args, reduce, n_jobs)
+        return ({bounds for group in groups for bounds in group}, set(groups[0]),
+                (part for results in tasks for part in results))
 
     def _leaf(self, function, args):
         return lambda k: function(self.chunks[k], self._workspace, *args)
@@ -266,12 +281,13 @@ class _ClusterChunks:
                                      hash=False)
             self.groups.append((worker, group, dict(zip(held, futures))))
 
-    def range_sums(self, function, args):
-        """The sums of the ranges, left to right, computed by the workers."""
-        tasks = [self.client.submit(_sum_held, group, held, function, args, workers=[worker],
-                                    allow_other_workers=False, pure=False)
+    def range_results(self, function, args, reduce):
+        """The results (``reduce``: sums) of the ranges, left to right, computed by the
+        workers."""
+        tasks = [self.client.submit(_evaluate_held, group, held, function, args, reduce,
+                                    workers=[worker], allow_other_workers=False, pure=False)
                  for worker, group, held in self.groups]
-        return (part for sums in self.client.gather(tasks) for part in sums)
+        return (part for results in self.client.gather(tasks) for part in results)
 
 
 _thread_state = threading.local()
@@ -287,16 +303,61 @@ def _dask_client():
     return backend.client
 
 
-def _sum_held(ranges, held, function, args):
-    """On a dask worker: the sums of some tree ranges of the chunks it holds (``held``:
-    chunk index -> chunk)."""
+def _evaluate_held(ranges, held, function, args, reduce):
+    """On a dask worker: `_range_results` of some tree ranges of the chunks it holds
+    (``held``: chunk index -> chunk)."""
     # A worker may run tasks of several fits at once, in threads: one workspace per thread.
     workspace = getattr(_thread_state, "workspace", None)
     if workspace is None:
         workspace = _thread_state.workspace = Workspace()
     with single_threaded_blas():
-        return [_range_sum(first, stop, lambda k: function(held[k], workspace, *args))
-                for first, stop in ranges]
+        return [_range_results(first, stop, lambda k: function(held[k], workspace, *args),
+                               reduce) for first, stop in ranges]
+
+
+def _stored_results(paths, groups, function, args, reduce, n_jobs):
+    """`_evaluate_stored` of each group in worker processes: the results, in order, as they
+    are taken."""
+    backend, _ = joblib.parallel.get_active_backend()
+    if type(backend).__name__ != "LokyBackend":
+        # A backend the user chose with joblib.parallel_config (not all of them can return
+        # a generator).
+        return Parallel(n_jobs=n_jobs)(
+            delayed(_evaluate_stored)(paths, group, function, args, reduce)
+            for group in groups)
+    # Under the default backend, a loky pool of our own: joblib's Parallel sets its executor
+    # up again at every call and polls for results every 10 ms, costs that show on
+    # evaluations of 0.1 s. (Not loky's shared reusable executor, which joblib expects to
+    # have made itself.)
+    futures = [_worker_pool(len(groups)).submit(_evaluate_stored, paths, group, function, args,
+                                                reduce) for group in groups]
+    return (future.result() for future in futures)
+
+
+_pools = {}
+
+
+def _worker_pool(n_workers):
+    """A pool of ``n_workers`` loky processes, kept between calls (one size at a time); idle
+    workers exit after 5 minutes and are started again when needed."""
+    if n_workers not in _pools:
+        for pool in _pools.values():
+            pool.shutdown(wait=False)
+        _pools.clear()
+        # BLAS threads: the cores shared out between the workers and this process.
+        threads = str(max(1, cpu_count() // (n_workers + 1)))
+        _pools[n_workers] = ProcessPoolExecutor(max_workers=n_workers, timeout=300, env={
+            name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                       "MKL_NUM_THREADS", "BLIS_NUM_THREADS")})
+    return _pools[n_workers]
+
+
+def _range_results(first, stop, leaf, reduce):
+    """The sum of ``leaf(k)`` for chunks ``first <= k < stop`` along the tree if ``reduce``,
+    else their list."""
+    if reduce:
+        return _range_sum(first, stop, leaf)
+    return [leaf(k) for k in range(first, stop)]
 
 
 def _range_sum(first, stop, leaf, remote=(), remote_sums=None):
@@ -335,8 +396,9 @@ _stored_chunks = {}
 _worker_workspace = Workspace()
 
 
-def _sum_stored(paths, ranges, function, args):
-    """In a worker: the sums of some tree ranges of the chunks stored at ``paths``."""
+def _evaluate_stored(paths, ranges, function, args, reduce):
+    """In a worker: `_range_results` of some tree ranges of the chunks stored at
+    ``paths``."""
     # Several data sets can be in use at once (labelled and unlabelled); a folder is gone
     # once its data set is, and so are its chunks here.
     for folder in [folder for folder in _stored_chunks if not Path(folder).is_dir()]:
@@ -349,7 +411,7 @@ def _sum_stored(paths, ranges, function, args):
             chunk = stored[k] = joblib.load(paths[k], mmap_mode="r")
         return function(chunk, _worker_workspace, *args)
 
-    return [_range_sum(first, stop, leaf) for first, stop in ranges]
+    return [_range_results(first, stop, leaf, reduce) for first, stop in ranges]
 
 
 def _chunk_bounds(offsets, chunk_tokens):

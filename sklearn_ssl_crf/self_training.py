@@ -11,7 +11,6 @@ from ._validation import concatenate_inputs
 from .base import unlabelled_sequences
 from .crf import CRF, _check_dev_pair, _penalised_negative_log_likelihood
 from .decoding import decode
-from .packing import PackedSequences
 
 __all__ = ["SelfTrainingCRF"]
 
@@ -107,7 +106,8 @@ vectorizer_
         train = sequences[np.concatenate([labelled, unlabelled])]
         to_label = sequences[unlabelled]
         del sequences
-        unlabelled_packed = PackedSequences(to_label.matrix, to_label.lengths)
+        # Chunked once, so that a cluster's workers receive them once per fit.
+        unlabelled_data = self._chunked(to_label)
 
         data = self._chunked(train[np.arange(labelled.size)], codes)
         layout = self._weight_layout(data)
@@ -121,7 +121,7 @@ vectorizer_
             result = self._minimize(objective, theta, dev)
             theta = result.x
             log += [dict(entry, round=round_) for entry in result.log]
-            labels = self._viterbi(unlabelled_packed, layout, theta)
+            labels = self._viterbi(unlabelled_data, layout, theta)
             changed = None if pseudo is None else int(np.count_nonzero(labels != pseudo))
             self.rounds_.append(dict({"round": round_, "changed_tokens": changed,
                                       "n_iter": result.n_iter},
@@ -139,9 +139,13 @@ vectorizer_
         return self
 
     @staticmethod
-    def _viterbi(packed, layout, theta):
-        if packed.n_tokens == 0:
-            return np.zeros(0, dtype=np.int64)
+    def _viterbi(data, layout, theta):
+        """Label index of every token of ``data`` (a `ChunkedSequences`), in order."""
         state, transition = layout.unpack(theta)
         with single_threaded_blas():
-            return decode(packed, packed.unary(state), transition)
+            paths = data.map(_chunk_viterbi, state, transition)
+        return np.concatenate(paths) if paths else np.zeros(0, dtype=np.int64)
+
+
+def _chunk_viterbi(chunk, workspace, state, transition):
+    return decode(chunk, chunk.unary(state), transition)

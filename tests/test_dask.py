@@ -9,7 +9,7 @@ import pytest
 from joblib import parallel_config
 from test_graph_pr import word_graph
 
-from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, packing
+from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, SelfTrainingCRF, packing
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.featurize import SequenceVectorizer
 from sklearn_ssl_crf.packing import ChunkedSequences
@@ -30,7 +30,7 @@ def client():
 @pytest.fixture
 def traffic(client, monkeypatch):
     """Counts of what the client sends: scatter calls, and the kinds of task arguments."""
-    counts = {"scatter": 0, "tasks": 0, "argument_types": set()}
+    counts = {"scatter": 0, "tasks": 0, "map_tasks": 0, "argument_types": set()}
     scatter, submit = distributed.Client.scatter, distributed.Client.submit
 
     def counting_scatter(self, data, *args, **kwargs):
@@ -39,7 +39,8 @@ def traffic(client, monkeypatch):
 
     def counting_submit(self, function, *args, **kwargs):
         counts["tasks"] += 1
-        _, held, _, arguments = args
+        _, held, _, arguments, reduce = args
+        counts["map_tasks"] += not reduce
         counts["argument_types"] |= {type(value).__name__ for value in held.values()}
         counts["argument_types"] |= {type(value).__name__ for value in arguments}
         return submit(self, function, *args, **kwargs)
@@ -103,3 +104,17 @@ def test_graph_pr_on_a_cluster_is_the_one_process_model(client, monkeypatch):
         cluster = GraphPRCRF(**params).fit(X, y_partial)
     np.testing.assert_array_equal(one.state_weights_, cluster.state_weights_)
     assert one.transduction_ == cluster.transduction_
+
+
+def test_self_training_labels_on_the_workers(client, traffic, monkeypatch):
+    monkeypatch.setattr(packing, "CHUNK_TOKENS", 400)
+    X, y = make_sequences(200, features="dict", random_state=0)
+    params = {"max_rounds": 2, "max_iterations": 10}
+    one = SelfTrainingCRF(n_jobs=1, **params).fit(X[:30], y[:30], X_unlabeled=X[30:])
+    with parallel_config(backend="dask"):
+        cluster = SelfTrainingCRF(**params).fit(X[:30], y[:30], X_unlabeled=X[30:])
+    np.testing.assert_array_equal(one.state_weights_, cluster.state_weights_)
+    assert one.rounds_ == cluster.rounds_ and cluster.n_rounds_ == 2
+    # The Viterbi paths of the unlabelled chunks were computed by the workers: a labelling
+    # task per worker after each of the 3 rounds.
+    assert traffic["map_tasks"] == 2 * 3

@@ -1,9 +1,11 @@
 """Chunked data: the same sums in one process or several, and no files left behind."""
 
 import gc
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
+from joblib import Parallel, delayed, parallel_config
 
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.featurize import SequenceVectorizer
@@ -50,6 +52,23 @@ def test_worker_processes_give_the_same_sums_and_clean_up():
     del data
     gc.collect()
     assert not folder.exists()
+
+
+def test_every_joblib_backend_gives_the_same_sums_and_joblib_still_works():
+    X, _ = make_sequences(60, n_types=3, features="dict", random_state=0)
+    sequences = SequenceVectorizer().fit_transform(X)
+    state = np.random.default_rng(0).normal(size=(sequences.n_features, 3))
+    expected = ChunkedSequences(sequences, n_jobs=1, chunk_tokens=100).sum(_chunk_rows, state)
+    # The default backend uses a loky pool of this module's own; joblib's pools must be
+    # left alone by it, before and after.
+    assert Parallel(n_jobs=2)(delayed(abs)(k) for k in (-1, -2)) == [1, 2]
+    for backend in (None, "threading", "multiprocessing", "loky"):
+        with nullcontext() if backend is None else parallel_config(backend=backend):
+            data = ChunkedSequences(sequences, n_jobs=2, chunk_tokens=100)
+            for _ in range(2):
+                for one, other in zip(expected, data.sum(_chunk_rows, state)):
+                    np.testing.assert_array_equal(one, other)
+        assert Parallel(n_jobs=2)(delayed(abs)(k) for k in (-1, -2)) == [1, 2]
 
 
 def test_chunks_are_equal_shares_of_the_tokens():
