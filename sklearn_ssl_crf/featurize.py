@@ -172,7 +172,8 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         Xs : SequenceMatrix
             The sequences of X.
         blocks : list of SequenceMatrix
-            The sequences of ``stream``, ``block_size`` at a time.
+            The sequences of ``stream``, ``block_size`` at a time; their values are float32
+            where that is exact (indicators), a third less memory.
         """
         min_freq = self.min_freq
         if (
@@ -191,9 +192,14 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
             block = list(islice(sequences, block_size))
             if not block:
                 break
-            parts.append(_encode(block, cache, first=block_size * (len(parts) - 1),
-                                 name="the stream"))
+            matrix, offsets = _encode(block, cache, first=block_size * (len(parts) - 1),
+                                      name="the stream")
             del block  # before the next is read: one block of dicts at a time
+            # As the packed chunks will hold them (`PackedSequences`): until then the whole
+            # stream is held in blocks, so they take no more memory than the chunks.
+            if np.array_equal(matrix.data.astype(np.float32), matrix.data):
+                matrix.data = matrix.data.astype(np.float32)
+            parts.append((matrix, offsets))
         names = list(cache.vocabulary)
         # Blocks read early have fewer columns than the final vocabulary.
         matrices = [sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr),

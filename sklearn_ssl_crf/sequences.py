@@ -19,7 +19,9 @@ class SequenceMatrix:
     Parameters
     ----------
     matrix : scipy.sparse matrix of shape (n_tokens, n_attributes)
-        One row per token, sequences stored one after the other. Converted to CSR float64.
+        One row per token, sequences stored one after the other. Converted to CSR float64,
+        except that float32 values are kept as they are (streamed blocks hold exact float32
+        values; every product with the weights upcasts them).
     offsets : array-like of int, shape (n_sequences + 1,)
         Sequence ``i`` is rows ``offsets[i]:offsets[i + 1]``. Starts at 0, ends at
         ``n_tokens``, never decreases (empty sequences are allowed).
@@ -42,7 +44,9 @@ class SequenceMatrix:
     def __init__(self, matrix, offsets, feature_names=None):
         if not sp.issparse(matrix):
             raise TypeError(f"matrix must be a scipy.sparse matrix, got {type(matrix).__name__}")
-        matrix = sp.csr_matrix(matrix, dtype=np.float64)
+        matrix = sp.csr_matrix(matrix)
+        if matrix.dtype != np.float32:
+            matrix = matrix.astype(np.float64, copy=False)
         offsets = np.asarray(offsets, dtype=np.int64)
         if offsets.ndim != 1 or offsets.size == 0 or offsets[0] != 0:
             raise ValueError("offsets must be a 1-d array starting at 0")

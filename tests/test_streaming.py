@@ -35,6 +35,11 @@ def test_vocabulary_and_rows_do_not_depend_on_the_blocks(min_freq):
     assert (stacked != whole.matrix).nnz == 0
     np.testing.assert_array_equal(
         np.concatenate([head.lengths] + [block.lengths for block in blocks]), whole.lengths)
+    # Indicator values are exact in float32, which the blocks then use (as packed chunks do);
+    # a value float32 cannot hold keeps its block in float64.
+    assert {block.matrix.dtype for block in blocks} == {np.dtype(np.float32)}
+    _, [inexact] = SequenceVectorizer().fit_transform_stream(X[:1], [[{"x": 0.1}]])
+    assert inexact.matrix.dtype == np.float64 and inexact.matrix.data[0] == 0.1
     # Later transforms use the vocabulary of the whole stream.
     assert (vectorizer.transform(X[100:]).matrix != whole[np.arange(100, 120)].matrix).nnz == 0
 
