@@ -191,9 +191,9 @@ class ChunkedSequences:
         at a time and gives the same floats for any ``n_jobs``. With several jobs, the tree's
         ranges at the first depth with at least ``2 * n_jobs`` of them are shared out in
         contiguous groups: this process sums the first group while each of ``n_jobs - 1``
-        workers sums one other group in a single task (joblib polls for results every 10 ms,
-        so a few long tasks lose less than one task per chunk). ``function`` must be
-        picklable (defined at module level) when ``n_jobs > 1``.
+        workers sums one other group in a single task (a few long tasks lose less to
+        dispatch than one task per chunk). On a dask cluster every group goes to a worker.
+        ``function`` must be picklable (defined at module level) when ``n_jobs > 1``.
         """
         ranges, local, remote_results = self._share_out(function, args, True)
         return _range_sum(0, len(self.chunks), self._leaf(function, args), ranges - local,
@@ -253,7 +253,8 @@ class _RowReader:
 
 
 class _ClusterChunks:
-    """Chunks held by the workers of a dask cluster, for `ChunkedSequences.sum`.
+    """Chunks held by the workers of a dask cluster, for `ChunkedSequences.sum` and
+    `ChunkedSequences.map`.
 
     The tree's ranges at the first depth with at least two per worker are shared out in
     contiguous groups, one per worker; each group's chunks are scattered to its worker once,
