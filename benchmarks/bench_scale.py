@@ -9,10 +9,12 @@ BC2GM training sentences (the first 200 of a permutation seeded 0; they are also
 unlabelled corpus). Objective: ``gamma=0.1, proportion_weight=10, c2=0.01``.
 
 Modes. ``single``: ``n_jobs=1``. ``n_jobs2``: ``n_jobs=2``, the chunks written once to
-memory-mapped files that 2 loky workers map. ``dask``: a `distributed.LocalCluster` of 2
-worker processes of one thread each, with ``joblib.parallel_config(backend="dask")``
-around packing and evaluating; the chunks are scattered to the workers once, and the main
-process keeps its own copy, so the data is held twice on the machine.
+memory-mapped files that the main process and one loky worker map, each summing half.
+``dask``: a `distributed.LocalCluster` of 2 worker processes of one thread each (with
+dask's ``MALLOC_TRIM_THRESHOLD_`` unset, see `mode_context`), with
+``joblib.parallel_config(backend="dask")`` around packing and evaluating; the chunks are
+scattered to the workers once, and the main process keeps its own copy, so the data is
+held twice on the machine.
 
 Each (size, mode) runs in a fresh child process, so that its peak memory is its own;
 modes run one after another for each size, so compare them within one run. The child
@@ -227,10 +229,16 @@ def parallel_mode(mode):
     if mode != "dask":
         yield None
         return
+    import dask
     import distributed
     from joblib import parallel_config
 
-    with (distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+    # Dask's nanny sets MALLOC_TRIM_THRESHOLD_ in its workers, which turns off glibc's
+    # adaptive mmap threshold: every large NumPy temporary is then mapped afresh, and one
+    # evaluation took 1.4-2.3x as long in a worker as in this process. Unset, the same.
+    with (dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_":
+                           None}),
+          distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                    dashboard_address=None) as cluster,
           distributed.Client(cluster) as client,
           parallel_config(backend="dask")):

@@ -1,5 +1,6 @@
 """Checks and conversions of user input shared by all estimators."""
 
+import os
 from itertools import chain
 
 import numpy as np
@@ -10,6 +11,8 @@ from .sequences import SequenceMatrix
 __all__ = [
     "as_sequence_list",
     "concatenate_inputs",
+    "not_sequences_error",
+    "stack_sequences",
     "sequence_lengths",
     "select_sequences",
     "is_matrix_input",
@@ -24,11 +27,21 @@ def as_sequence_list(X, name="X"):
     if isinstance(X, SequenceMatrix):
         return X
     if isinstance(X, (str, bytes, dict)) or sp.issparse(X) or not hasattr(X, "__iter__"):
-        raise TypeError(
-            f"{name} must be a list of sequences (each a list of feature dicts, or a "
-            f"per-sequence feature matrix) or a SequenceMatrix, got {type(X).__name__}"
-        )
+        raise not_sequences_error(X, name, "a list of sequences (each a list of feature "
+                                  "dicts, or a per-sequence feature matrix) or a "
+                                  "SequenceMatrix")
     return X if isinstance(X, list) else list(X)
+
+
+def not_sequences_error(X, name, expected):
+    """The TypeError for an ``X`` that is not ``expected``; a path is told where text files
+    are read."""
+    message = f"{name} must be {expected}, got {type(X).__name__}"
+    if isinstance(X, (str, os.PathLike)):
+        message += ("; the estimators take features: featurise a text file of sentences "
+                    "with WindowFeatures().transform(path), or in a Pipeline give "
+                    "transform_input=['X_unlabeled'] and pass the path as X_unlabeled")
+    return TypeError(message)
 
 
 def concatenate_inputs(X, y, X_unlabeled):
@@ -46,10 +59,17 @@ def concatenate_inputs(X, y, X_unlabeled):
         if first.n_features != second.n_features:
             raise ValueError(f"X has {first.n_features} attributes per token but X_unlabeled "
                              f"has {second.n_features}")
-        offsets = np.concatenate([first.offsets, first.offsets[-1] + second.offsets[1:]])
-        merged = sp.vstack([first.matrix, second.matrix], format="csr")
-        return SequenceMatrix(merged, offsets, first.feature_names), y
+        return stack_sequences([first, second]), y
     return X + X_unlabeled, y
+
+
+def stack_sequences(parts):
+    """The sequences of `SequenceMatrix` parts with the same columns, laid end to end, as
+    one `SequenceMatrix` (named as the first part's columns)."""
+    lengths = np.concatenate([part.lengths for part in parts])
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    matrix = sp.vstack([part.matrix for part in parts], format="csr")
+    return SequenceMatrix(matrix, offsets, parts[0].feature_names)
 
 
 def sequence_lengths(X):

@@ -14,6 +14,7 @@ from ._validation import (
     encode_labels,
     is_matrix_input,
     matrices_to_sequence_matrix,
+    not_sequences_error,
     select_sequences,
     sequence_lengths,
 )
@@ -49,8 +50,7 @@ def featurise_training_input(X, min_freq=0, stream=()):
     if len(X) == 0:
         raise ValueError("X is empty: fit needs at least one labelled sequence")
     if isinstance(stream, (str, bytes, dict)) or not hasattr(stream, "__iter__"):
-        raise TypeError(f"X_unlabeled must be an iterable of sequences, got "
-                        f"{type(stream).__name__}")
+        raise not_sequences_error(stream, "X_unlabeled", "an iterable of sequences")
     if isinstance(stream, SequenceMatrix):
         stream = [stream]  # one block, already featurised
     elif is_matrix_input(X):

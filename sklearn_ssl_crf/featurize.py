@@ -14,6 +14,7 @@ first, and NumPy only on whole arrays at the end.
 
 import math
 import numbers
+import os
 from array import array
 from collections import defaultdict
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._tags import SequenceTagsMixin
 from ._validation import as_sequence_list, matrices_to_sequence_matrix
+from .datasets import iter_text
 from .sequences import SequenceMatrix
 from .word_clusters import WordClusters
 
@@ -475,6 +477,21 @@ def _assemble(indices, indptr, positions, weights, n_columns):
     return matrix
 
 
+def _text_file_or_corpus(X):
+    """The sentences of the text file X names (read lazily), or X itself."""
+    if isinstance(X, os.PathLike) or (isinstance(X, str) and os.path.isfile(X)):
+        if not os.path.isfile(X):
+            raise FileNotFoundError(f"X is a path, read as a text file of sentences, but "
+                                    f"{os.fspath(X)!r} is not a file")
+        return iter_text(X)
+    if isinstance(X, str):
+        raise TypeError(
+            "X must be a list of sequences of tokens, got str (and no file of that name): "
+            "split text into sequences of tokens first, or give the path of a text file"
+        )
+    return X
+
+
 def _check_corpus(X):
     if isinstance(X, (str, bytes)):
         raise TypeError(
@@ -803,18 +820,23 @@ class WindowFeatures(SequenceTagsMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : iterable of sequences
+        X : iterable of sequences, or path of a text file
             Each sequence is a list of tokens; a token is a word (str) or a tuple or list
-            ``(word, column1, ...)`` of str.
+            ``(word, column1, ...)`` of str. A path (a str naming a file, or a
+            `pathlib.Path`) is read lazily with `datasets.iter_text`: one sentence a line,
+            tokens split on whitespace, blank lines skipped (gzip when it ends in ``.gz``).
 
         Returns
         -------
         features : list of list of dict, or an iterator of them
             One dict per token, in the input's order. When X is an iterator (a generator,
-            say, or `datasets.iter_text`), an iterator that builds each sequence's dicts as
-            it is read, for streaming unlabelled text into ``fit(..., X_unlabeled=...)``.
+            say) or a path, an iterator that builds each sequence's dicts as it is read,
+            for streaming unlabelled text into ``fit(..., X_unlabeled=...)``; in a
+            `~sklearn.pipeline.Pipeline` with ``transform_input=["X_unlabeled"]`` the path
+            can be given as the pipeline's ``X_unlabeled``.
         """
         window, suffixes, prefixes, column_prefixes = self._check_params()
+        X = _text_file_or_corpus(X)
         _check_corpus(X)
         sequences = self._features(X, window, suffixes, prefixes, column_prefixes)
         return sequences if iter(X) is X else list(sequences)

@@ -229,8 +229,11 @@ vectorizer_
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
         y : list of label sequences, None for an unlabelled sequence
-        X_unlabeled : same kind as X, default=None
-            More unlabelled sequences.
+        X_unlabeled : iterable of sequences of the same kind as X, default=None
+            More unlabelled sequences, held in memory whole, as X is (an iterator is
+            read into a list): the similarity graph joins tokens across the whole corpus,
+            and ``transduction_`` labels every sequence. To stream millions of sentences,
+            use `EntropyRegularizedCRF`, `SelfTrainingCRF` or `NaturalGradientCRF`.
         X_dev, y_dev : optional
             A development set scored after every EM iteration; the EM iteration with the
             best score is kept (iteration 0, the supervised CRF, included).

@@ -154,8 +154,12 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
         y : list of label sequences, None for an unlabelled sequence
-        X_unlabeled : same kind as X, default=None
-            More unlabelled sequences, appended after X.
+        X_unlabeled : iterable of sequences of the same kind as X, default=None
+            More unlabelled sequences, appended after X, held in memory whole, as X is
+            (an iterator is read into a list): the similarity graph joins tokens across
+            the whole corpus, and ``transduction_`` labels every sequence. To stream
+            millions of sentences, use `EntropyRegularizedCRF`, `SelfTrainingCRF` or
+            `NaturalGradientCRF`.
 
         Returns
         -------

@@ -21,6 +21,7 @@ from ._validation import (
     encode_labels,
     is_matrix_input,
     matrices_to_sequence_matrix,
+    stack_sequences,
 )
 from .base import BaseCRF, unlabelled_sequences
 from .crf import _check_dev_pair, _label_cooccurrence
@@ -237,8 +238,10 @@ termination_condition_, vectorizer_
             `EntropyRegularizedCRF`: on the labelled sequences, then on all of them with the
             unlabelled terms, from the first phase's weights and continuing its schedule
             (``max_iterations`` bounds each phase).
-        X_unlabeled : same kind as X, default=None
-            More unlabelled sequences.
+        X_unlabeled : iterable of sequences of the same kind as X, default=None
+            More unlabelled sequences: a list, or any iterable such as a generator, read
+            once and featurised 2,000 sequences at a time, as in `EntropyRegularizedCRF`;
+            the epochs revisit their feature rows (held sparse, not as dicts).
         X_dev, y_dev : optional
             Scored after every epoch (token accuracy and span F1), logged and printed when
             ``verbose``.
@@ -248,8 +251,11 @@ termination_condition_, vectorizer_
         self : NaturalGradientCRF
         """
         _check_dev_pair(X_dev, y_dev)
-        X, y = concatenate_inputs(X, y, X_unlabeled)
-        sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
+            X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
+        if streamed:
+            sequences = stack_sequences([sequences, *streamed])
+            del streamed
         self._random = check_random_state(self.random_state)
         rng = np.random.default_rng(self._random.randint(2**31))
         # As the L-BFGS estimators: the supervised model first, then the unlabelled terms
@@ -311,7 +317,9 @@ termination_condition_, vectorizer_
         classes : list of labels
             Every label the model will ever see; required on the first call (as
             scikit-learn's online estimators), optional afterwards (then it must not change).
-        X_unlabeled : same kind as X, default=None
+        X_unlabeled : iterable of sequences of the same kind as X, default=None
+            Unlabelled sequences of this batch. X and X_unlabeled may be any iterables
+            (each call's batch is held whole): a stream is passed a batch per call.
 
         Returns
         -------

@@ -7,7 +7,6 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
 from ._threads import single_threaded_blas
-from ._validation import concatenate_inputs
 from .base import unlabelled_sequences
 from .crf import CRF, _check_dev_pair, _penalised_negative_log_likelihood
 from .decoding import decode
@@ -91,7 +90,10 @@ vectorizer_
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
         y : list of label sequences, None for an unlabelled sequence
-        X_unlabeled : same kind as X, default=None
+        X_unlabeled : iterable of sequences of the same kind as X, default=None
+            More unlabelled sequences: a list, or any iterable such as a generator, read
+            once and featurised 2,000 sequences at a time, as in `EntropyRegularizedCRF`.
+            Their feature rows are held (sparse, not as dicts) for the rounds' relabelling.
         X_dev, y_dev : optional
             Scored after every round (``rounds_``) and every iteration (``training_log_``).
 
@@ -100,16 +102,20 @@ vectorizer_
         self : SelfTrainingCRF
         """
         _check_dev_pair(X_dev, y_dev)
-        X, y = concatenate_inputs(X, y, X_unlabeled)
-        sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
+            X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
         unlabelled = unlabelled_sequences(sequences, labelled)
-        train = sequences[np.concatenate([labelled, unlabelled])]
-        to_label = sequences[unlabelled]
-        del sequences
-        # Chunked once, so that a cluster's workers receive them once per fit.
-        unlabelled_data = self._chunked(to_label)
+        # Parts laid end to end: the unlabelled sequences of X, then the stream's blocks.
+        to_label = [sequences[unlabelled], *streamed]
+        train = [sequences[labelled], *to_label]
+        n_unlabelled = sum(len(part) for part in to_label)
+        del sequences, streamed
+        # Chunked once, so that a cluster's workers receive them once per fit. (Chunking
+        # empties the list of parts it is given, hence the copies.)
+        unlabelled_data = self._chunked(list(to_label))
+        del to_label
 
-        data = self._chunked(train[np.arange(labelled.size)], codes)
+        data = self._chunked(train[:1], codes)
         layout = self._weight_layout(data)
         dev = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
         theta = np.zeros(layout.size)
@@ -126,11 +132,11 @@ vectorizer_
             self.rounds_.append(dict({"round": round_, "changed_tokens": changed,
                                       "n_iter": result.n_iter},
                                      **(dev(round_, theta) if dev else {})))
-            if changed == 0 or not unlabelled.size:
+            if changed == 0 or not n_unlabelled:
                 reason = "pseudo-labels unchanged"
                 break
             pseudo = labels
-            data = self._chunked(train, np.concatenate([codes, pseudo]))
+            data = self._chunked(list(train), np.concatenate([codes, pseudo]))
         self._set_fitted_weights(result, layout)
         self.training_log_ = log
         self.n_iter_ = len(log)

@@ -75,6 +75,8 @@ def test_train_tag_evaluate_round_trip_matches_the_python_api(corpus, trained, c
     model_path, train_run = trained
     assert "iter    1" in train_run.stderr and "at most" in train_run.stderr  # progress
     assert "EntropyRegularizedCRF" in train_run.stdout  # the summary
+    # The unlabelled file was streamed into the fit, and counted as it went.
+    assert f"{len(read_text(paths['unlabelled'])):,} unlabelled" in train_run.stdout
 
     expected = _python_api_model(paths)
     loaded = load(model_path)
@@ -188,9 +190,17 @@ def test_bad_files_in_every_command(corpus, trained, tmp_path, capsys):
     undecodable.write_bytes(b"one sentence\ncaf\xe9 au lait\n")
     assert "latin1.txt, line 2: byte" in _run_error(
         capsys, ["tag", str(model), str(undecodable), "--format", "columns"])
-    assert "latin1.txt, line 2: byte" in _run_error(
-        capsys, ["train", str(paths["train"]), "--method", "entropy",
-                 "--unlabelled", str(undecodable)])
+    # Unlabelled text is streamed into the fit: the bad line is met while training.
+    for method in ("entropy", "graph-pr"):
+        assert "latin1.txt, line 2: byte" in _run_error(
+            capsys, ["train", str(paths["train"]), "--method", method, "--token-columns",
+                     "0", "--unlabelled", str(paths["unlabelled"]), str(undecodable),
+                     "--quiet"])
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n")
+    assert "empty.txt: no sentences" in _run_error(
+        capsys, ["train", str(paths["train"]), "--method", "self-training", "--token-columns",
+                 "0", "--unlabelled", str(paths["unlabelled"]), str(empty), "--quiet"])
     # The model was trained on (word, tag) tokens: raw words alone cannot be tagged.
     assert "trained on tokens of 2 columns" in _run_error(
         capsys, ["tag", str(model), str(paths["unlabelled"])])

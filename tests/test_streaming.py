@@ -4,10 +4,24 @@ at a time."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import sklearn
+from sklearn.pipeline import Pipeline
+from sklearn.utils.fixes import parse_version
 
-from sklearn_ssl_crf import EntropyRegularizedCRF, SemiSupervisedCRF, WindowFeatures, base, packing
+from sklearn_ssl_crf import (
+    EntropyRegularizedCRF,
+    GraphPRCRF,
+    NaturalGradientCRF,
+    SelfTrainingCRF,
+    SemiSupervisedCRF,
+    WindowFeatures,
+    base,
+    packing,
+)
 from sklearn_ssl_crf.datasets import iter_text, make_sequences
 from sklearn_ssl_crf.featurize import SequenceVectorizer
+
+sklearn_version = parse_version(parse_version(sklearn.__version__).base_version)
 
 
 @pytest.fixture
@@ -57,15 +71,74 @@ def test_a_generator_a_text_file_and_a_list_give_the_same_model(words, small_blo
     # Blank lines are skipped, as read_text skips them.
     path.write_text("\n\n".join(" ".join(sentence) for sentence in unlabelled) + "\n",
                     encoding="utf-8")
+    # A path is read by the featurizer, lazily; so is a generator over the file.
+    assert type(features.transform(path)) is type(features.transform(iter(unlabelled)))
+    from_path = EntropyRegularizedCRF(**params).fit(Xf, y,
+                                                    X_unlabeled=features.transform(path))
     from_file = EntropyRegularizedCRF(**params).fit(
         Xf, y, X_unlabeled=features.transform(iter_text(path)))
     inline = EntropyRegularizedCRF(**params).fit(
         Xf + features.transform(unlabelled), y + [None] * len(unlabelled))
     assert listed.n_iter_ > 5
-    for model in (generated, from_file, inline):
+    for model in (generated, from_path, from_file, inline):
         assert model.attributes_ == listed.attributes_
         np.testing.assert_array_equal(model.state_weights_, listed.state_weights_)
         np.testing.assert_array_equal(model.transition_weights_, listed.transition_weights_)
+
+
+@pytest.mark.parametrize("make_model", [
+    lambda: SelfTrainingCRF(max_rounds=2, max_iterations=15),
+    lambda: NaturalGradientCRF(gamma=0.1, proportion_weight=1.0, max_iterations=3,
+                               random_state=0),
+    lambda: GraphPRCRF(max_iterations=10, em_iterations=2, n_neighbors=5),
+], ids=["self-training", "natural-gradient", "graph-pr"])
+def test_every_semi_supervised_estimator_takes_a_stream(make_model, words, small_blocks):
+    X, y, unlabelled = words
+    features = WindowFeatures().fit(X)
+    Xf = features.transform(X)
+    listed = make_model().fit(Xf, y, X_unlabeled=features.transform(unlabelled))
+    generated = make_model().fit(Xf, y, X_unlabeled=features.transform(iter(unlabelled)))
+    inline = make_model().fit(Xf + features.transform(unlabelled),
+                              y + [None] * len(unlabelled))
+    for model in (generated, inline):
+        assert model.attributes_ == listed.attributes_
+        np.testing.assert_array_equal(model.state_weights_, listed.state_weights_)
+        np.testing.assert_array_equal(model.transition_weights_, listed.transition_weights_)
+    # The unlabelled sequences were used: without them the model differs.
+    alone = make_model().fit(Xf, y)
+    assert not np.array_equal(alone.transition_weights_, listed.transition_weights_)
+
+
+@pytest.mark.skipif(sklearn_version < parse_version("1.6"),
+                    reason="Pipeline(transform_input=...) needs scikit-learn >= 1.6")
+def test_a_pipeline_featurises_a_text_file_given_as_x_unlabeled(words, small_blocks,
+                                                                tmp_path):
+    X, y, unlabelled = words
+    path = tmp_path / "raw.txt"
+    path.write_text("\n".join(" ".join(sentence) for sentence in unlabelled) + "\n",
+                    encoding="utf-8")
+    params = {"gamma": 0.1, "proportion_weight": 1.0, "max_iterations": 20}
+    features = WindowFeatures().fit(X)
+    direct = EntropyRegularizedCRF(**params).fit(features.transform(X), y,
+                                                 X_unlabeled=features.transform(unlabelled))
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipeline = Pipeline(
+            [("features", WindowFeatures()),
+             ("crf", EntropyRegularizedCRF(**params).set_fit_request(X_unlabeled=True))],
+            transform_input=["X_unlabeled"])
+        for raw in (str(path), path):
+            pipeline.fit(X, y, X_unlabeled=raw)
+            np.testing.assert_array_equal(pipeline[-1].state_weights_,
+                                          direct.state_weights_)
+    # Given to the estimator itself, a path is refused with directions.
+    with pytest.raises(TypeError, match=r"got PosixPath; .*WindowFeatures\(\)\.transform"):
+        EntropyRegularizedCRF().fit(features.transform(X), y, X_unlabeled=path)
+    with pytest.raises(TypeError, match=r"got str; .*transform_input=\['X_unlabeled'\]"):
+        SelfTrainingCRF().fit(features.transform(X), y, X_unlabeled=str(path))
+    with pytest.raises(TypeError, match=r"X_unlabeled must be .* got str; the estimators"):
+        GraphPRCRF().fit(features.transform(X), y, X_unlabeled=str(path))
+    with pytest.raises(FileNotFoundError, match="not a file"):
+        features.transform(tmp_path / "missing.txt")
 
 
 def test_feature_matrices_stream_too(words, small_blocks):
@@ -102,15 +175,20 @@ class _Sentence(list):
         _Sentence.alive -= 1
 
 
-def test_a_stream_is_held_one_block_at_a_time(words, small_blocks):
+@pytest.mark.parametrize("model", [
+    EntropyRegularizedCRF(gamma=0.1, max_iterations=2),
+    SelfTrainingCRF(max_rounds=1, max_iterations=2),
+    NaturalGradientCRF(gamma=0.1, max_iterations=1, random_state=0),
+], ids=lambda model: type(model).__name__)
+def test_a_stream_is_held_one_block_at_a_time(model, words, small_blocks):
     X, y, unlabelled = words
     features = WindowFeatures().fit(X)
     stream = (_Sentence(features.transform([sentence])[0]) for sentence in unlabelled)
-    model = EntropyRegularizedCRF(gamma=0.1, max_iterations=2).fit(
-        features.transform(X), y, X_unlabeled=stream)
-    assert any(entry["phase"] == "semi-supervised" for entry in model.training_log_)
+    _Sentence.alive = _Sentence.peak = 0
+    model.fit(features.transform(X), y, X_unlabeled=stream)
     # 220 sentences went through, never more than one block of 7 (and the one being read).
     assert _Sentence.alive == 0 and 1 < _Sentence.peak <= 8
+    assert len(model.attributes_) > len(features.transform(X)[0][0]) * 30  # all were read
 
 
 def test_a_bad_line_of_a_streamed_text_file_is_named(words, tmp_path):
@@ -122,7 +200,7 @@ def test_a_bad_line_of_a_streamed_text_file_is_named(words, tmp_path):
     features = WindowFeatures().fit(X)
     with pytest.raises(ValueError, match=r"raw\.txt, line 4: byte b'\\xff' is not valid utf-8"):
         EntropyRegularizedCRF(gamma=0.1).fit(features.transform(X), y,
-                                             X_unlabeled=features.transform(iter_text(path)))
+                                             X_unlabeled=features.transform(path))
     # Everything before the bad line was read lazily: the generator reached line 4 only.
     sentences = iter_text(path)
     assert [next(sentences) for _ in range(3)] == [s.split() for s in

@@ -8,7 +8,7 @@ the file and, where there is one, the line.
 
 from pathlib import Path
 
-from ..datasets import read_column_fields, read_columns, read_conllu, read_text
+from ..datasets import iter_text, read_column_fields, read_columns, read_conllu, read_text
 
 FORMATS = ("columns", "conllu", "text")
 
@@ -44,18 +44,43 @@ def read_labelled(path, file_format, column, token_columns, encoding):
     return sequences, labels
 
 
-def read_unlabelled(path, file_format, token_columns, encoding):
-    """Sentences of an unlabelled file: raw text, or column files whose tokens are
-    ``token_columns`` (default: every column)."""
-    file_format = "text" if file_format is None else file_format
-    if file_format == "text":
-        sequences = read_text(path, encoding=encoding)
-    elif file_format == "conllu":
-        sequences, _ = read_conllu(path, encoding=encoding)
-    else:
-        sequences = _read_token_columns(path, token_columns, encoding)
-    _check_not_empty(path, sequences)
-    return sequences
+class UnlabelledFiles:
+    """The sentences of unlabelled files (raw text, or column files whose tokens are
+    ``token_columns``, default every column), read again at each pass over them.
+
+    Raw text is read a line at a time (`datasets.iter_text`), so a pass holds one sentence
+    of it, and a featurised pass (``WindowFeatures().transform(iter(files))``) streams into
+    ``fit``; column and CoNLL-U files are read a file at a time. ``count`` is the number of
+    sentences of the last complete pass (None before one).
+    """
+
+    def __init__(self, paths, file_format, token_columns, encoding):
+        self.paths = list(paths)
+        self.file_format = "text" if file_format is None else file_format
+        self.token_columns = token_columns
+        self.encoding = encoding
+        self.count = None
+
+    def __bool__(self):
+        return bool(self.paths)
+
+    def __iter__(self):
+        count = 0
+        for path in self.paths:
+            first = count
+            for sentence in self._sentences(path):
+                count += 1
+                yield sentence
+            if count == first:
+                _check_not_empty(path, [])
+        self.count = count
+
+    def _sentences(self, path):
+        if self.file_format == "text":
+            return iter_text(path, encoding=self.encoding)
+        if self.file_format == "conllu":
+            return read_conllu(path, encoding=self.encoding)[0]
+        return _read_token_columns(path, self.token_columns, self.encoding)
 
 
 def read_to_tag(path, file_format, token_columns, encoding):

@@ -16,7 +16,7 @@ from ..natural_gradient import NaturalGradientCRF
 from ..self_training import SelfTrainingCRF
 from ..semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
 from ..word_clusters import WordClusters
-from ._inputs import FORMATS, check_readable, guess_format, read_labelled, read_unlabelled
+from ._inputs import FORMATS, UnlabelledFiles, check_readable, guess_format, read_labelled
 from ._scores import scores as dev_scores
 from ._scores import selection_score
 
@@ -127,19 +127,20 @@ def run(args):
     file_format = guess_format(args.train, args.format)
     X, y = read_labelled(args.train, file_format, args.column, args.token_columns,
                          args.encoding)
-    X_unlabelled = [sentence for path in args.unlabelled for sentence in read_unlabelled(
-        path, args.unlabelled_format, args.token_columns, args.encoding)]
+    # Read again, and featurised as they are read, at every fit: never all held as dicts.
+    unlabelled = UnlabelledFiles(args.unlabelled, args.unlabelled_format, args.token_columns,
+                                 args.encoding)
     X_dev, y_dev = (read_labelled(args.dev, file_format, args.column, args.token_columns,
                                   args.encoding) if args.dev else (None, None))
-    token_columns = _token_columns(X, X_unlabelled, args)
-    progress(f"read {len(X):,} labelled, {len(X_unlabelled):,} unlabelled"
-             + (f", {len(X_dev):,} dev" if args.dev else "") + " sentences")
+    token_columns = _token_columns(X, unlabelled, args)
+    progress(f"read {len(X):,} labelled" + (f", {len(X_dev):,} dev" if args.dev else "")
+             + " sentences" + (" (unlabelled files are streamed)" if unlabelled else ""))
 
     started = time.perf_counter()
     window = _window_features(args)
-    window.fit(X + X_unlabelled)
+    # Clusters are learned from every sentence, in two passes over the files.
+    window.fit(_Concatenation(X, unlabelled) if args.clusters else X)
     features = window.transform(X)
-    features_unlabelled = window.transform(X_unlabelled) if X_unlabelled else None
     features_dev = window.transform(X_dev) if args.dev else None
     progress(f"features in {time.perf_counter() - started:.1f} s")
 
@@ -148,6 +149,7 @@ def run(args):
         progress(f"training {args.method} with {_describe(values) or 'its defaults'}")
         estimator = _estimator(args, values)
         fit_started = time.perf_counter()
+        features_unlabelled = window.transform(iter(unlabelled)) if unlabelled else None
         with contextlib.redirect_stdout(sys.stderr):
             estimator.fit(features, y, **_fit_arguments(
                 args.method, features_unlabelled, features_dev, y_dev))
@@ -175,7 +177,7 @@ def run(args):
     }
     if args.model:
         save(model, args.model, info=info)
-    _summary(args, estimator, values, scores, seconds, len(X), len(X_unlabelled))
+    _summary(args, estimator, values, scores, seconds, len(X), unlabelled.count or 0)
     return 0
 
 
@@ -190,20 +192,31 @@ def _describe(values):
     return ", ".join(f"{name}={value:g}" for name, value in values.items())
 
 
-def _token_columns(X, X_unlabelled, args):
+def _token_columns(X, unlabelled, args):
     """Column indices making a token, as `tag` and `evaluate` must read them again;
-    checks that the unlabelled tokens have the labelled ones' columns."""
-    def n_columns(sentences):
-        token = sentences[0][0]
-        return len(token) if isinstance(token, tuple) else 1
+    checks that the unlabelled tokens (of the first sentence) have the labelled ones'
+    columns."""
+    def n_columns(sentence):
+        return len(sentence[0]) if isinstance(sentence[0], tuple) else 1
 
-    n_labelled = n_columns(X)
-    if X_unlabelled and n_columns(X_unlabelled) != n_labelled:
+    n_labelled = n_columns(X[0])
+    first = next(iter(unlabelled), None)
+    if first is not None and n_columns(first) != n_labelled:
         raise ValueError(
             f"the labelled tokens have {n_labelled} columns, the unlabelled ones "
-            f"{n_columns(X_unlabelled)}: give unlabelled column files with the same columns "
+            f"{n_columns(first)}: give unlabelled column files with the same columns "
             f"(--unlabelled-format columns), or train on the words only (--token-columns 0)")
     return args.token_columns or list(range(n_labelled))
+
+
+class _Concatenation:
+    """The sentences of several collections one after the other, at each pass over them."""
+
+    def __init__(self, *parts):
+        self.parts = parts
+
+    def __iter__(self):
+        return itertools.chain.from_iterable(self.parts)
 
 
 def _window_features(args):
