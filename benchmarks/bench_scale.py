@@ -39,6 +39,9 @@ and is the memory the run takes on the machine.
 ``--full-fit SIZE`` runs one complete ``fit`` (supervised and semi-supervised phases,
 ``max_iterations`` at its default, None, unless ``--max-iterations``) on SIZE sentences in
 ``--full-fit-mode``, and reports its wall time, iterations, evaluations and peak memory.
+With ``--dev``, the fit scores BC2GM's devel sentences after every iteration (as
+``fit(X_dev=..., y_dev=...)`` does, keeping the best iterate) and the report gives the dev
+span F1 along the semi-supervised phase: how many iterations the unlabelled text needs.
 
 Results are merged into ``--json`` (key: kind/size/mode); ``--report`` prints the tables
 of that file without running anything. A run stops a child whose machine-wide memory use
@@ -48,7 +51,7 @@ Usage::
 
     python benchmarks/bench_scale.py [--sizes 10000 100000 1000000] \\
         [--modes single n_jobs2 dask] [--repeat 5] [--json /tmp/bench_scale.json] \\
-        [--full-fit SIZE [--full-fit-mode single] [--max-iterations N]] [--report]
+        [--full-fit SIZE [--full-fit-mode single] [--max-iterations N] [--dev]] [--report]
 
 How to read: "s/evaluation" should grow linearly with the tokens (log-log slope near 1)
 and "us/token" stay flat; memory should be the packed data plus a constant (the derived
@@ -411,9 +414,14 @@ def phase_summary(log, phase):
 
 def measure_full_fit(job):
     from sklearn_ssl_crf import EntropyRegularizedCRF, WindowFeatures
+    from sklearn_ssl_crf.datasets import load_bc2gm
 
     X_labelled, y_labelled = labelled_sentences(job["data_dir"])
     features = WindowFeatures().fit(X_labelled)
+    dev = {}
+    if job.get("dev"):
+        X_dev, y_dev = load_bc2gm(Path(job["data_dir"]) / "bc2gm")["devel"]
+        dev = {"X_dev": features.transform(X_dev), "y_dev": y_dev}
     mode = job["mode"]
     with parallel_mode(mode) as client:
         find_workers = worker_pid_finder(mode, client)
@@ -422,12 +430,19 @@ def measure_full_fit(job):
         with PeakSampler(lambda: [os.getpid(), *find_workers()], interval=1.0) as sampler:
             started = time.perf_counter()
             model.fit(features.transform(X_labelled), y_labelled,
-                      X_unlabeled=unlabelled_stream(job["corpus"], job["size"], features))
+                      X_unlabeled=unlabelled_stream(job["corpus"], job["size"], features),
+                      **dev)
             wall_s = time.perf_counter() - started
         workers = worker_memory(find_workers(), sampler)
     return {
         "sentences": job["size"],
         "max_iterations": job["max_iterations"],
+        "dev": bool(dev),
+        # Per phase, the dev span F1 after each iteration (0: the phase's start).
+        "dev_span_f1": {phase: [entry["dev_span_f1"] for entry in model.training_log_
+                                if entry["phase"] == phase]
+                        for phase in ("supervised", "semi-supervised")} if dev else None,
+        "best_iteration": model.best_iteration_,
         "wall_s": wall_s,
         "supervised": phase_summary(model.training_log_, "supervised"),
         "semi_supervised": phase_summary(model.training_log_, "semi-supervised"),
@@ -502,9 +517,13 @@ def load_results(path):
 
 
 def save_result(path, result):
-    """Merge one result into the JSON file, under kind/size/mode."""
+    """Merge one result into the JSON file, under kind/size/mode (and, for fits, the
+    iteration cap and whether a dev set was scored)."""
     results = load_results(path)
-    results[f"{result['kind']}/{result['size']}/{result['mode']}"] = result
+    key = f"{result['kind']}/{result['size']}/{result['mode']}"
+    if result["kind"] == "fit":
+        key += f"/{result.get('max_iterations')}" + ("/dev" if result.get("dev") else "")
+    results[key] = result
     path.write_text(json.dumps(results, indent=1))
 
 
@@ -620,6 +639,20 @@ def fit_table(rows):
     return lines
 
 
+def dev_table(rows, marks=(0, 10, 20, 50, 100, 200, 500)):
+    lines = ["| sentences | mode | " + " | ".join(f"iteration {k}" for k in marks)
+             + " | last (iteration) | best (iteration) |",
+             "|---:|---|" + "---:|" * (len(marks) + 2)]
+    for r in rows:
+        scores = r["dev_span_f1"]["semi-supervised"]
+        best = max(range(len(scores)), key=scores.__getitem__)
+        cells = [f"{100 * scores[k]:.2f}" if k < len(scores) else "-" for k in marks]
+        lines.append(f"| {r['sentences']:,} | {r['mode']} | " + " | ".join(cells)
+                     + f" | {100 * scores[-1]:.2f} ({len(scores) - 1}) | "
+                     f"{100 * scores[best]:.2f} ({best}) |")
+    return lines
+
+
 def report(results):
     order = {mode: k for k, mode in enumerate(MODES)}
 
@@ -644,6 +677,11 @@ def report(results):
     if fits:
         lines += ["Complete fits (supervised phase, then semi-supervised):", ""]
         lines += fit_table(fits) + [""]
+        scored = [r for r in fits if r.get("dev_span_f1")]
+        if scored:
+            lines += ["Dev span F1 (BC2GM devel) along the semi-supervised phase (iteration 0:"
+                      " its start, the supervised model):", ""]
+            lines += dev_table(scored) + [""]
     print("\n".join(lines))
 
 
@@ -663,6 +701,8 @@ def main():
     parser.add_argument("--full-fit-mode", choices=MODES, default="single")
     parser.add_argument("--max-iterations", type=int, default=None,
                         help="max_iterations of the full fit (default: the estimator's, None)")
+    parser.add_argument("--dev", action="store_true",
+                        help="the full fit scores BC2GM's devel sentences at every iteration")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
     parser.add_argument("--report", action="store_true",
                         help="print the tables of --json without running anything")
@@ -684,7 +724,7 @@ def main():
     common = {"data_dir": args.data_dir, "corpus": str(corpus)}
     if args.full_fit:
         jobs = [{"kind": "fit", "size": args.full_fit, "mode": args.full_fit_mode,
-                 "max_iterations": args.max_iterations, **common}]
+                 "max_iterations": args.max_iterations, "dev": args.dev, **common}]
     else:
         jobs = [{"kind": "scale", "size": size, "mode": mode, "repeat": args.repeat,
                  "warmup": args.warmup, **common}

@@ -147,40 +147,46 @@ class ChunkedSequences:
 
     def __init__(self, sequences, labels=None, n_labels=None, groups=None, n_groups=None,
                  n_jobs=None, chunk_tokens=None, order=1):
-        self.chunks = []
         parts = sequences if isinstance(sequences, list) else [sequences]
         lengths = np.concatenate([np.zeros(0, dtype=np.int64)]
                                  + [part.lengths for part in parts])
         offsets = np.concatenate([[0], np.cumsum(lengths)])
-        rows_of = _RowReader(parts)
-        for first, stop in _chunk_bounds(offsets, chunk_tokens or CHUNK_TOKENS):
-            rows = slice(offsets[first], offsets[stop])
-            self.chunks.append(PackedSequences(
-                rows_of(rows), lengths[first:stop],
-                None if labels is None else labels[rows], n_labels,
-                None if groups is None else groups[rows], n_groups, order,
-            ))
+        bounds = _chunk_bounds(offsets, chunk_tokens or CHUNK_TOKENS)
         self.n_jobs = n_jobs
         self._workspace = Workspace()
         self._paths = self._cluster = None
-        if effective_n_jobs(n_jobs) <= 1 or len(self.chunks) <= 1:
-            return
-        client = _dask_client()
+        shared = effective_n_jobs(n_jobs) > 1 and len(bounds) > 1
+        client = _dask_client() if shared else None
+        folder = self._new_folder() if shared and client is None else None
+        rows_of = _RowReader(parts)
+        self.chunks = []
+        for first, stop in bounds:
+            rows = slice(offsets[first], offsets[stop])
+            chunk = PackedSequences(
+                rows_of(rows), lengths[first:stop],
+                None if labels is None else labels[rows], n_labels,
+                None if groups is None else groups[rows], n_groups, order,
+            )
+            # Written and mapped as soon as packed: one chunk at a time is in memory, so
+            # the freed chunks do not leave the corpus's size of heap behind.
+            self.chunks.append(chunk if folder is None else self._stored(chunk, folder))
         if client is not None:
             self._cluster = _ClusterChunks(self.chunks, client)
-        else:
-            self._store_chunks()
 
-    def _store_chunks(self):
-        """Write the chunks to memory-mapped files that worker processes map."""
+    def _new_folder(self):
+        """A temporary folder for the chunk files, removed with this object."""
         folder = tempfile.mkdtemp(prefix="sklearn_ssl_crf_")
         weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
         self._paths = []
-        for k, chunk in enumerate(self.chunks):
-            path = str(Path(folder) / f"chunk{k}.pkl")
-            joblib.dump(chunk, path)
-            self._paths.append(path)
-            self.chunks[k] = joblib.load(path, mmap_mode="r")
+        return folder
+
+    def _stored(self, chunk, folder):
+        """The chunk written to a file in ``folder`` that worker processes map, and mapped
+        here too."""
+        path = str(Path(folder) / f"chunk{len(self._paths)}.pkl")
+        joblib.dump(chunk, path)
+        self._paths.append(path)
+        return joblib.load(path, mmap_mode="r")
 
     def sum(self, function, *args):
         """Element-wise sum over the chunks of ``function(chunk, workspace, *args)``, a tuple
