@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs
 from joblib.externals.loky import ProcessPoolExecutor
 
+from ._memory import release_freed_memory
 from ._threads import single_threaded_blas
 from .inference import ChainLayout, Workspace
 from .penalties import group_indicator
@@ -172,6 +173,9 @@ class ChunkedSequences:
             self.chunks.append(chunk if folder is None else self._stored(chunk, folder))
         if client is not None:
             self._cluster = _ClusterChunks(self.chunks, client)
+        if shared:
+            # The freed blocks (and, with files, chunks) would otherwise stay in the heap.
+            release_freed_memory()
 
     def _new_folder(self):
         """A temporary folder for the chunk files, removed with this object."""
