@@ -31,6 +31,11 @@ __all__ = ["PackedSequences", "ChunkedSequences", "CHUNK_TOKENS", "transition_co
 #: chunk's work arrays (a few of tokens x labels) stay a small part of memory.
 CHUNK_TOKENS = 50_000
 
+#: Chunks per message when they are scattered to a dask cluster's workers: the client holds
+#: a message's serialised copy until it is sent, so its memory grows by one message (about
+#: 40 MB of chunks), not by a worker's share of the corpus.
+SCATTER_CHUNKS = 8
+
 
 class PackedSequences:
     """Token rows of some sequences reordered into a `ChainLayout` for the batched kernels.
@@ -268,9 +273,9 @@ class _ClusterChunks:
 
     The tree's ranges at the first depth with at least two per worker are shared out in
     contiguous groups, one per worker; each group's chunks are scattered to its worker once,
-    here, and each sum sends the workers only the function and its arguments (the weights)
-    and gets back one partial sum per range. A range is always summed by the same worker, so
-    the data never moves again.
+    here (`SCATTER_CHUNKS` at a time), and each sum sends the workers only the function and
+    its arguments (the weights) and gets back one partial sum per range. A range is always
+    summed by the same worker, so the data never moves again.
 
     Parameters
     ----------
@@ -288,8 +293,10 @@ class _ClusterChunks:
         self.groups = []
         for worker, group in zip(workers, groups):
             held = [k for first, stop in group for k in range(first, stop)]
-            futures = client.scatter([chunks[k] for k in held], workers=[worker],
-                                     hash=False)
+            futures = [future for start in range(0, len(held), SCATTER_CHUNKS)
+                       for future in client.scatter(
+                           [chunks[k] for k in held[start:start + SCATTER_CHUNKS]],
+                           workers=[worker], hash=False)]
             self.groups.append((worker, group, dict(zip(held, futures))))
 
     def range_results(self, function, args, reduce):
