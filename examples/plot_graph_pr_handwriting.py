@@ -136,7 +136,7 @@ print(f"CRF and graph propagation in {time.perf_counter() - start:.0f} s")
 start = time.perf_counter()
 pr = GraphPRCRF(graph=graph, lam=args.lam, c2=1.0, em_iterations=args.em_iterations)
 pr.fit(X, y_partial)
-print(f"GraphPRCRF in {time.perf_counter() - start:.0f} s ({pr.n_em_iter_} EM iterations, "
+print(f"GraphPRCRF in {time.perf_counter() - start:.0f} s ({pr.n_iter_} EM iterations, "
       f"{pr.termination_condition_})")
 
 gold = labels[n_labelled:]

@@ -141,7 +141,7 @@ def run_draw(X, tags, seed, args):
             token_error(pr.predict(X_heldout), y_heldout))))
         print(f"  l = {n_labelled}: " + ", ".join(
             f"{name} {error:.2f}%" for name, error in results[n_labelled].items())
-            + f" ({pr.n_em_iter_} EM iterations, {time.perf_counter() - start:.0f} s)",
+            + f" ({pr.n_iter_} EM iterations, {time.perf_counter() - start:.0f} s)",
             flush=True)
     n_unlabelled = {n: sum(len(sentence) for sentence in y_pool[n:]) for n in args.n_labelled}
     return results, n_unlabelled

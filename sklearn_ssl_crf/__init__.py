@@ -2,6 +2,7 @@
 
 from . import datasets, graph, inference, metrics, penalties
 from .crf import CRF
+from .crf_cv import CRFCV
 from .featurize import SequenceVectorizer, WindowFeatures, WindowRows
 from .graph import SimilarityGraph
 from .graph_pr import GraphPRCRF
@@ -17,6 +18,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "CRF",
+    "CRFCV",
     "EntropyRegularizedCRF",
     "GraphPRCRF",
     "GraphPropagation",

@@ -27,7 +27,7 @@ from .packing import PackedSequences
 from .parameters import transition_potentials
 from .sequences import SequenceMatrix
 
-__all__ = ["BaseCRF", "BestIterate", "featurise_training_input", "unlabelled_sequences"]
+__all__ = ["BaseCRF", "featurise_training_input", "unlabelled_sequences"]
 
 
 def featurise_training_input(X, min_freq=0, stream=()):
@@ -442,48 +442,3 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         return transition_potentials(self.transition_weights_, self.trigram_weights_,
                                      self.skip_weights_)
 
-
-class BestIterate:
-    """Tracks the iterate with the best dev score, starting from a given one (iteration 0).
-
-    Parameters
-    ----------
-    start : ndarray
-        Iteration 0's parameters.
-    dev : callable or None
-        ``dev(iteration, theta) -> dict of scores`` (`BaseCRF._dev_scorer`); None: nothing
-        is tracked and ``best_x`` stays ``start``.
-    key : str, default='dev_span_f1'
-        The score to maximise.
-    """
-
-    def __init__(self, start, dev, key="dev_span_f1"):
-        self.dev, self.key = dev, key
-        self.best_x, self.best_iteration = start, 0
-        self.start_scores = {} if dev is None else dev(0, start)
-        self.best_score = self.start_scores.get(key, -np.inf)
-
-    def offer(self, iteration, theta):
-        """Dev scores of an iterate, kept (as ``best_x``) if it beats every earlier one.
-
-        Returns
-        -------
-        scores : dict
-        improved : bool
-        """
-        if self.dev is None:
-            return {}, False
-        scores = self.dev(iteration, theta)
-        improved = scores[self.key] > self.best_score
-        if improved:
-            self.best_x, self.best_iteration = theta.copy(), iteration
-            self.best_score = scores[self.key]
-        return scores, improved
-
-    def callback(self, parts):
-        """An L-BFGS callback logging ``parts`` (a dict the objective fills) and the dev
-        scores of every iterate."""
-        def on_iteration(iteration, theta):
-            return dict(parts, **self.offer(iteration, theta)[0])
-
-        return on_iteration

@@ -205,15 +205,16 @@ class CRF(BaseCRF):
         self._set_fitted_weights(result, layout)
         return self
 
-    def _minimize(self, objective, theta, callback=None, max_iterations=None):
+    def _minimize(self, objective, theta, callback=None, max_iterations=None, c1=None):
         """L-BFGS (OWL-QN when c1 > 0) on ``objective`` from ``theta``, for at most
-        ``max_iterations`` iterations if given, and at most ``self.max_iterations``."""
+        ``max_iterations`` iterations if given, and at most ``self.max_iterations``;
+        ``c1`` None: ``self.c1``."""
         limits = [n for n in (self.max_iterations, max_iterations) if n is not None]
         with single_threaded_blas():
             return minimize_lbfgs(
                 objective,
                 theta,
-                c1=self.c1,
+                c1=self.c1 if c1 is None else c1,
                 max_iterations=min(limits, default=None),
                 epsilon=self.epsilon,
                 period=self.period,
@@ -229,9 +230,10 @@ class CRF(BaseCRF):
         self.n_iter_ = result.n_iter
         self.termination_condition_ = result.termination_condition
 
-    def _l2(self, layout):
-        """The L2 strength of every parameter (`WeightLayout.l2_strengths`)."""
-        return layout.l2_strengths(self.c2, self.c2_transitions)
+    def _l2(self, layout, c2=None):
+        """The L2 strength of every parameter (`WeightLayout.l2_strengths`); ``c2`` None:
+        ``self.c2``. ``c2_transitions`` None follows ``c2``."""
+        return layout.l2_strengths(self.c2 if c2 is None else c2, self.c2_transitions)
 
     def _chunked(self, sequences, labels=None, **kwargs):
         """Sequences packed in chunks for this model's order; a second-order chain's work

@@ -31,9 +31,9 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._threads import single_threaded_blas
+from ._training import SELECTABLE, Phase, SemiSupervisedPath
 from ._validation import concatenate_inputs
-from .base import BestIterate, unlabelled_sequences
-from .crf import CRF, _check_dev_pair, _penalised_negative_log_likelihood
+from .base import unlabelled_sequences
 from .decoding import decode, posterior_marginals
 from .graph import SimilarityGraph, resolve_graph
 from .objectives import log_partition
@@ -45,7 +45,7 @@ __all__ = ["GraphPRCRF"]
 _MAX_HALVINGS = 10
 
 
-class GraphPRCRF(CRF):
+class GraphPRCRF(SemiSupervisedPath):
     """Linear-chain CRF trained with graph-based posterior regularisation.
 
     He, Gillenwater & Taskar (2013): EM on the labelled likelihood minus
@@ -54,6 +54,12 @@ class GraphPRCRF(CRF):
     the unlabelled sequences. Labelled tokens seed the graph with their gold labels.
     Iteration 0 is the supervised CRF; each EM iteration runs an exponentiated-gradient
     E-step on ``q`` and an L-BFGS M-step on ``theta``.
+
+    By default the settings are chosen on held-out labelled data as in
+    `EntropyRegularizedCRF`: the supervised start's ``c1``/``c2``, the strength ``lam`` and
+    the number of EM iterations (0 included), on ``X_dev, y_dev`` when given, otherwise by
+    cross-validation over the labelled sequences (each fold's held-out sequences become
+    unlabelled, so the graph stays valid) followed by a refit on all of them.
 
     ``predict`` uses ``theta`` (inductive: any new sequence); ``transduction_`` holds q's
     labels for the training sequences (transductive). Unlabelled sequences are given as
@@ -71,8 +77,8 @@ class GraphPRCRF(CRF):
         k of the k-NN graphs; None: 60 for 'trigram', 20 for 'knn'.
     word_key : str, default='word.lower'
         The feature holding a token's word, for 'trigram' (what `WindowFeatures` writes).
-    lam : float, default=1.0
-        Strength of the graph penalty (the paper's lambda).
+    lam : float, list of float or 'auto', default='auto'
+        Strength of the graph penalty (the paper's lambda); a list is a set of candidates.
     unlabeled_weight : float, default=1.0
         Weight of the unlabelled sequences in the M-step (the paper's delta, renamed because
         ``delta`` is CRFsuite's stopping tolerance in every estimator here). 0: theta stays
@@ -99,9 +105,12 @@ class GraphPRCRF(CRF):
         How labels are read from a model: the best sequence, or the most probable label of
         each token (max marginals, as in the paper). Used by ``predict``, the dev scores
         and ``transduction_``.
-    algorithm, c1, c2, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
-delta, min_freq, \
-all_possible_states, all_possible_transitions, verbose
+    c1, c2, cv, scoring, early_stopping, random_state
+        As in `EntropyRegularizedCRF`.
+    n_iter_no_change : int or None, default=3
+        A held-out run stops after this many EM iterations without a better score.
+    algorithm, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
+delta, min_freq, all_possible_states, all_possible_transitions, verbose
         As in `CRF`; they apply to the supervised start and to every M-step
         (``max_iterations`` bounds each; see also ``mstep_iterations``). ``verbose`` also
         prints one line per EM iteration.
@@ -126,16 +135,18 @@ all_possible_states, all_possible_transitions, verbose
         ``estep_objective`` (KL + lam h at the E-step's end, before the M-step moved
         theta), ``kept_previous_q`` (the E-step did not beat the previous q),
         ``mstep_iterations``, and dev scores when given.
-    n_em_iter_ : int
-        EM iterations run.
-    best_iteration_ : int or None
-        With a dev set: the EM iteration whose theta and q were kept (0: the supervised
-        CRF), chosen by dev span F1 for chunk labels (``B-``/``I-`` prefixes), by dev
-        token accuracy otherwise.
+    n_iter_ : int
+        EM iterations run by the final fit.
+    best_iteration_ : int
+        The EM iteration whose theta and q were kept (0: the supervised CRF).
+    best_params_ : dict
+        The settings used: ``c1``, ``c2``, ``lam``.
+    validation_scores_, cv_results_
+        As in `EntropyRegularizedCRF`, per EM iteration.
     termination_condition_ : str
         Why EM stopped.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, state_features_, transition_features_, size_, n_iter_, \
+trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
 vectorizer_
         As in `CRF`.
 
@@ -150,17 +161,21 @@ vectorizer_
     >>> from sklearn_ssl_crf.datasets import make_sequences
     >>> X, y = make_sequences(60, features="dict", random_state=0)
     >>> y_partial = y[:10] + [None] * 50          # 10 labelled, 50 unlabelled sentences
-    >>> model = GraphPRCRF(graph="knn", lam=0.5, em_iterations=3).fit(X, y_partial)
-    >>> len(model.transduction_) == len(X), model.training_log_[-1]["em_iteration"] <= 3
+    >>> model = GraphPRCRF(graph="knn", em_iterations=3, cv=3, random_state=0)
+    >>> model.fit(X, y_partial)
+    GraphPRCRF(cv=3, em_iterations=3, graph='knn', random_state=0)
+    >>> len(model.transduction_) == len(X), model.n_iter_ <= 3
     (True, True)
     """
 
+    _strengths = {"lam": (1.0,)}
+
     _parameter_constraints = {
-        **CRF._parameter_constraints,
+        **SemiSupervisedPath._parameter_constraints,
         "graph": [StrOptions({"trigram", "knn"}), SimilarityGraph],
         "n_neighbors": [Interval(Integral, 1, None, closed="left"), None],
         "word_key": [str],
-        "lam": [Interval(Real, 0, None, closed="left")],
+        "lam": SELECTABLE,
         "unlabeled_weight": [Interval(Real, 0, None, closed="left")],
         "em_iterations": [Interval(Integral, 0, None, closed="left")],
         "em_tol": [Interval(Real, 0, None, closed="left")],
@@ -176,7 +191,7 @@ vectorizer_
         graph="trigram",
         n_neighbors=None,
         word_key="word.lower",
-        lam=1.0,
+        lam="auto",
         unlabeled_weight=1.0,
         em_iterations=20,
         em_tol=1e-3,
@@ -185,9 +200,14 @@ vectorizer_
         estep_eta=0.2,
         estep_tol=1e-4,
         decoding="viterbi",
+        c1="auto",
+        c2="auto",
+        cv=5,
+        scoring=None,
+        early_stopping=True,
+        n_iter_no_change=3,
+        random_state=None,
         algorithm="lbfgs",
-        c1=0.0,
-        c2=1.0,
         order=1,
         c2_transitions=None,
         max_iterations=None,
@@ -220,10 +240,15 @@ vectorizer_
         self.estep_eta = estep_eta
         self.estep_tol = estep_tol
         self.decoding = decoding
+        self.cv = cv
+        self.scoring = scoring
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_unlabeled=None, X_dev=None, y_dev=None):
-        """Train on labelled and unlabelled sequences.
+    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None):
+        """Train on labelled and unlabelled sequences, choosing the settings not given.
 
         Parameters
         ----------
@@ -235,43 +260,54 @@ vectorizer_
             and ``transduction_`` labels every sequence. To stream millions of sentences,
             use `EntropyRegularizedCRF`, `SelfTrainingCRF` or `NaturalGradientCRF`.
         X_dev, y_dev : optional
-            A development set scored after every EM iteration; the EM iteration with the
-            best score is kept (iteration 0, the supervised CRF, included).
+            A development set on which the settings are chosen instead of by
+            cross-validation; the EM iteration with the best dev score is kept (iteration
+            0, the supervised CRF, included).
 
         Returns
         -------
         self : GraphPRCRF
         """
-        _check_dev_pair(X_dev, y_dev)
+        return self._fit_path(X, y, X_unlabeled, X_dev, y_dev)
+
+    def _max_phase_iterations(self):
+        return self.em_iterations
+
+    def _prepare(self, X, y, X_unlabeled):
         X, y = concatenate_inputs(X, y, X_unlabeled)
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
         self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key)
-        unlabelled = unlabelled_sequences(sequences, labelled)
-        penalty = self._graph_penalty(sequences, labelled, unlabelled, codes)
-        labelled_data = self._chunked(sequences[labelled], codes)
-        unlabelled_data = self._chunked(sequences[unlabelled], groups=penalty.token_groups,
-                                        n_groups=penalty.n_groups)
-        del sequences
+        problem = self._labelled_problem(sequences, labelled, codes, y)
+        problem.extra.update(sequences=sequences, labelled_index=labelled, y=y,
+                             unlabelled_index=unlabelled_sequences(sequences, labelled))
+        return problem
 
-        layout = self._weight_layout(labelled_data)
-        dev = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
-        supervised = self._minimize(
-            _penalised_negative_log_likelihood(labelled_data, layout, self._l2(layout)),
-            np.zeros(layout.size), dev)
-        log = [dict(entry, phase="supervised") for entry in supervised.log]
-        em = _ExpectationMaximisation(self, labelled_data, unlabelled_data, penalty, layout)
-        tracker = BestIterate(supervised.x, dev, _selection_score(self.classes_))
-        theta, q, em_log = em.run(supervised, tracker)
-        log += em_log
-        self._set_fitted_weights(replace(supervised, x=theta), layout)
-        self.training_log_ = log
-        self.n_iter_ = sum(1 for entry in log if entry["phase"] != "EM")
-        self.n_em_iter_ = em.n_iter
-        self.termination_condition_ = em.termination_condition
-        self.best_iteration_ = None if dev is None else tracker.best_iteration
-        self.transduction_ = self._transduction(y, labelled, unlabelled, unlabelled_data,
-                                                layout, q)
-        return self
+    def _fold(self, problem, train):
+        """The fold's labelled sequences, and as unlabelled the others: the unlabelled
+        sequences and the held-out labelled ones (the graph, built on all, stays valid)."""
+        fold = super()._fold(problem, train)
+        extra = problem.extra
+        sequences, labelled_index = extra["sequences"], extra["labelled_index"]
+        held = np.setdiff1d(np.arange(problem.n_labelled), train)
+        unlabelled = np.union1d(extra["unlabelled_index"], labelled_index[held])
+        codes = np.concatenate([problem.codes[i] for i in train])
+        penalty = self._graph_penalty(sequences, labelled_index[train], unlabelled, codes)
+        fold.extra.update(penalty=penalty, unlabelled_index=unlabelled,
+                          labelled_index=labelled_index[train],
+                          unlabelled=self._chunked(sequences[unlabelled],
+                                                   groups=penalty.token_groups,
+                                                   n_groups=penalty.n_groups))
+        return fold
+
+    def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
+                               on_iteration):
+        em = _ExpectationMaximisation(self, fold, strength["lam"])
+        return em.run(theta, max_iterations, on_iteration)
+
+    def _finish(self, problem, fold, result):
+        self.transduction_ = self._transduction(
+            problem.extra["y"], fold.extra["labelled_index"], fold.extra["unlabelled_index"],
+            fold.extra["unlabelled"], fold.layout, result.state)
 
     def _graph_penalty(self, sequences, labelled, unlabelled, codes):
         """The Laplacian penalty of the unlabelled tokens, seeded by the labelled ones."""
@@ -328,34 +364,39 @@ class _Auxiliary:
 
 
 class _ExpectationMaximisation:
-    """The EM loop of `GraphPRCRF` over chunked labelled and unlabelled sequences."""
+    """The EM loop of `GraphPRCRF` on one fold (`_training.Fold`) at strength ``lam``."""
 
-    def __init__(self, model, labelled_data, unlabelled_data, penalty, layout):
-        self.model, self.penalty, self.layout = model, penalty, layout
-        self.labelled_data, self.unlabelled_data = labelled_data, unlabelled_data
-        self.weight, self.lam = model.unlabeled_weight, model.lam
-        self.supervised = _penalised_negative_log_likelihood(labelled_data, layout,
-                                                             model._l2(layout))
+    def __init__(self, model, fold, lam):
+        self.model, self.fold, self.lam = model, fold, lam
+        self.penalty, self.layout = fold.extra["penalty"], fold.layout
+        self.labelled_data, self.unlabelled_data = fold.labelled, fold.extra["unlabelled"]
+        self.weight = model.unlabeled_weight
+        self.supervised = model._supervised_objective(fold)
         self.n_labels = len(model.classes_)
-        self.n_iter, self.termination_condition = 0, "no unlabelled sequence"
 
-    def run(self, supervised, tracker):
-        """EM from the supervised optimum; returns the kept theta, its q and the log."""
+    def run(self, theta, max_iterations, on_iteration):
+        """EM from the supervised optimum ``theta`` for at most ``max_iterations``
+        iterations; ``on_iteration(iteration, theta, q)`` after each (0: the start) may end
+        it with ``StopIteration``. Returns a `_training.Phase` whose state is q."""
         model, weight = self.model, self.weight
-        log = []
-        theta = supervised.x
         if not self.unlabelled_data.chunks:
-            return theta, None, log
+            start = on_iteration(0, theta, None)
+            return Phase(theta, [dict(start, phase="EM", em_iteration=0)], 0,
+                         "no unlabelled sequence")
+        log = []
         log_z = self._log_partition(theta)
         q = self._evaluate(theta, log_z, np.zeros((self.penalty.n_groups, self.n_labels)))
-        likelihood = -supervised.fun
+        likelihood = -(self.supervised(theta)[0] + self.fold.c1 * np.abs(theta).sum())
         objective = start_objective = likelihood - weight * q.objective
-        log.append(self._entry(0, objective, likelihood, q, tracker.start_scores,
+        try:
+            scores = on_iteration(0, theta, q)
+        except StopIteration as stop:
+            scores = stop.args[1]
+        log.append(self._entry(0, objective, likelihood, q, scores,
                                estep_iterations=0, estep_objective=float(q.objective)))
-        best_q = q
         # With no weight on the unlabelled data theta cannot move: one E-step gives q.
-        n_iterations = model.em_iterations if weight > 0 else min(model.em_iterations, 1)
-        self.termination_condition = "em_iterations reached"
+        n_iterations = max_iterations if weight > 0 else min(max_iterations, 1)
+        reason, n_iter = "em_iterations reached", 0
         for iteration in range(1, n_iterations + 1):
             # Iteration 1 starts where q already is (evaluated at this theta for entry 0).
             start = q if iteration == 1 else self._evaluate(theta, log_z, q.offsets)
@@ -370,7 +411,8 @@ class _ExpectationMaximisation:
             estep_objective = q.objective
             if weight > 0:
                 result = model._minimize(self._m_step_objective(q), theta,
-                                         max_iterations=model.mstep_iterations)
+                                         max_iterations=model.mstep_iterations,
+                                         c1=self.fold.c1)
                 log += [dict(entry, phase="M-step", em_iteration=iteration)
                         for entry in result.log]
                 theta, m_step_loss, m_iterations = result.x, result.fun, result.n_iter
@@ -379,25 +421,30 @@ class _ExpectationMaximisation:
             log_z = self._log_partition(theta)
             expected_log_p = q.features @ theta - log_z
             likelihood = -m_step_loss - weight * expected_log_p
-            # q at the new theta: the start the next E-step must beat.
+            # q at the new theta: the start the next E-step must beat. A copy, so that a q
+            # kept as an iterate's is not changed by later iterations.
+            q = replace(q)
             q.kl = q.expected_log_q - expected_log_p
             q.objective = q.kl + self.lam * q.penalty
             previous, objective = objective, likelihood - weight * q.objective
-            scores, improved = tracker.offer(iteration, theta)
-            if improved or tracker.dev is None:
-                best_q = q
+            n_iter = iteration
+            stopped = None
+            try:
+                scores = on_iteration(iteration, theta, q)
+            except StopIteration as stop:
+                stopped, scores = stop.args
             log.append(self._entry(iteration, objective, likelihood, q, scores,
                                    estep_iterations=estep_iterations,
                                    estep_objective=float(estep_objective),
                                    kept_previous_q=kept_previous,
                                    mstep_iterations=m_iterations))
-            self.n_iter = iteration
-            if objective - previous <= model.em_tol * (objective - start_objective):
-                self.termination_condition = "converged: J's rise below em_tol of its total"
+            if stopped is not None:
+                reason = stopped
                 break
-        if tracker.dev is not None:
-            theta = tracker.best_x
-        return theta, best_q, log
+            if objective - previous <= model.em_tol * (objective - start_objective):
+                reason = "converged: J's rise below em_tol of its total"
+                break
+        return Phase(theta, log, n_iter, reason, q)
 
     def _entry(self, iteration, objective, likelihood, q, scores, **extra):
         entry = dict(phase="EM", em_iteration=iteration, objective=float(objective),
@@ -476,13 +523,6 @@ class _ExpectationMaximisation:
         state, transition = self.layout.unpack(theta)
         with single_threaded_blas():
             return self.unlabelled_data.sum(_chunk_log_partition, state, transition)[0]
-
-
-def _selection_score(classes):
-    """The dev score that picks the EM iteration: span F1 for chunk labels, token accuracy
-    for others (part-of-speech tags, letters), where spans mean nothing."""
-    chunk_labels = any(str(label)[:2] in ("B-", "I-") for label in classes)
-    return "dev_span_f1" if chunk_labels else "dev_accuracy"
 
 
 def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, features):

@@ -36,6 +36,8 @@ __all__ = [
     "sequence_accuracy_scorer",
     "span_f1_scorer",
     "SCORERS",
+    "has_spans",
+    "check_scoring",
 ]
 
 
@@ -641,3 +643,73 @@ SCORERS = {
     "sequence_accuracy": sequence_accuracy_scorer,
     "span_f1": span_f1_scorer,
 }
+
+
+#: Tag prefixes that mark spans: IOB/BIO (B, I), IOBES (E, S) and BILOU (L, U).
+SPAN_PREFIXES = ("B-", "I-", "E-", "S-", "L-", "U-")
+
+
+def has_spans(labels):
+    """Whether labels are span tags (``B-X``, ``I-X``, ... of BIO/IOB/IOBES/BILOU), for
+    which span F1 means something.
+
+    Parameters
+    ----------
+    labels : iterable
+        Labels, such as an estimator's ``classes_``.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf.metrics import has_spans
+    >>> has_spans(["O", "B-GENE", "I-GENE"]), has_spans(["NOUN", "VERB"])
+    (True, False)
+    """
+    return any(str(label)[:2] in SPAN_PREFIXES for label in labels)
+
+
+def check_scoring(scoring, labels):
+    """The scorer ``scoring`` names, for a model of these labels.
+
+    Parameters
+    ----------
+    scoring : None, str or callable
+        None: span F1 (`span_f1_scorer`) when the labels carry spans (`has_spans`), token
+        accuracy (`flat_accuracy_scorer`) otherwise. A str: a key of `SCORERS`. A callable:
+        ``scoring(estimator, X, y) -> float``, greater is better (`make_sequence_scorer`
+        makes one from a metric).
+    labels : iterable
+        The labels of the training data.
+
+    Returns
+    -------
+    scorer : callable
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or ``'span_f1'`` on labels without spans (every score would
+        be 0).
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf.metrics import check_scoring
+    >>> check_scoring(None, ["NOUN", "VERB"])
+    make_sequence_scorer(flat_accuracy_score)
+    """
+    if scoring is None:
+        return span_f1_scorer if has_spans(labels) else flat_accuracy_scorer
+    if callable(scoring):
+        return scoring
+    if not isinstance(scoring, str) or scoring not in SCORERS:
+        raise ValueError(f"scoring must be None, a callable or one of {sorted(SCORERS)}, "
+                         f"got {scoring!r}")
+    if scoring == "span_f1" and not has_spans(labels):
+        raise ValueError(
+            "scoring='span_f1' needs span labels (B-/I-/E-/S-/L-/U- prefixes), but the "
+            f"training labels have none (e.g. {sorted(map(str, labels))[:3]}): every span F1 "
+            "would be 0; use scoring=None or 'flat_accuracy'")
+    return SCORERS[scoring]

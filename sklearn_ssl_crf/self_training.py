@@ -1,5 +1,6 @@
 """`SelfTrainingCRF`: the self-training baseline of Jiao et al. (2006), §5.1."""
 
+from dataclasses import replace
 from numbers import Integral
 
 import numpy as np
@@ -7,59 +8,73 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
 from ._threads import single_threaded_blas
+from ._training import Phase, SemiSupervisedPath
 from .base import unlabelled_sequences
-from .crf import CRF, _check_dev_pair, _penalised_negative_log_likelihood
 from .decoding import decode
 
 __all__ = ["SelfTrainingCRF"]
 
 
-class SelfTrainingCRF(CRF):
+class SelfTrainingCRF(SemiSupervisedPath):
     """Self-training (bootstrapping) with a linear-chain CRF.
 
     Jiao et al. (2006), §5.1: train the CRF on the labelled sequences; label every unlabelled
     sequence with its Viterbi path; retrain on the labelled and these pseudo-labelled
     sequences; repeat until the pseudo-labels stop changing (or ``max_rounds``). Each round
     starts from the previous round's weights (the problem is convex: the same optimum,
-    sooner).
+    sooner). By default the priors ``c1``/``c2`` and the number of rounds (0, the supervised
+    CRF, included) are chosen on held-out labelled data, as in `EntropyRegularizedCRF`.
 
     Parameters
     ----------
     max_rounds : int, default=10
         Maximum number of retraining rounds after the first supervised fit.
-    algorithm, c1, c2, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
-delta, min_freq, \
-all_possible_states, all_possible_transitions, verbose, n_jobs
+    c1, c2, cv, scoring, early_stopping, random_state
+        As in `EntropyRegularizedCRF`; ``c1`` and ``c2`` apply to every round.
+    n_iter_no_change : int or None, default=2
+        A held-out run stops after this many rounds without a better score.
+    algorithm, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
+delta, min_freq, all_possible_states, all_possible_transitions, verbose, n_jobs
         As in `CRF`, for every round.
 
     Attributes
     ----------
-    n_rounds_ : int
-        Retraining rounds run.
+    n_iter_ : int
+        Retraining rounds run by the final fit.
+    best_iteration_ : int
+        The round whose weights were kept (0: the supervised CRF).
     termination_condition_ : str
-        'pseudo-labels unchanged' or 'max_rounds reached'.
+        'pseudo-labels unchanged', 'max_rounds reached', or why a held-out run stopped.
     rounds_ : list of dict
-        Per round: ``round``, ``changed_tokens`` (pseudo-labels that changed), ``n_iter``,
-        and ``dev_accuracy``, ``dev_span_f1`` with a dev set.
+        Per round of the final fit: ``round``, ``changed_tokens`` (pseudo-labels that
+        changed; None for rounds 0 and 1), ``n_iter`` (L-BFGS iterations), and
+        ``validation_score`` with a dev set.
     training_log_ : list of dict
         As in `CRF`, over all rounds (``round`` key).
+    best_params_, validation_scores_, cv_results_
+        As in `EntropyRegularizedCRF`, per round.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, state_features_, transition_features_, size_, n_iter_, \
+trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
 vectorizer_
         As in `CRF`.
     """
 
     _parameter_constraints = {
-        **CRF._parameter_constraints,
+        **SemiSupervisedPath._parameter_constraints,
         "max_rounds": [Interval(Integral, 0, None, closed="left")],
     }
 
     def __init__(
         self,
         max_rounds=10,
+        c1="auto",
+        c2="auto",
+        cv=5,
+        scoring=None,
+        early_stopping=True,
+        n_iter_no_change=2,
+        random_state=None,
         algorithm="lbfgs",
-        c1=0.0,
-        c2=1.0,
         order=1,
         c2_transitions=None,
         max_iterations=None,
@@ -81,10 +96,15 @@ vectorizer_
             all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
         )
         self.max_rounds = max_rounds
+        self.cv = cv
+        self.scoring = scoring
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_unlabeled=None, X_dev=None, y_dev=None):
-        """Train by self-training.
+    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None):
+        """Train by self-training, choosing the settings not given.
 
         Parameters
         ----------
@@ -95,54 +115,66 @@ vectorizer_
             once and featurised 2,000 sequences at a time, as in `EntropyRegularizedCRF`.
             Their feature rows are held (sparse, not as dicts) for the rounds' relabelling.
         X_dev, y_dev : optional
-            Scored after every round (``rounds_``) and every iteration (``training_log_``).
+            A development set on which the settings are chosen instead of by
+            cross-validation; the round with the best dev score is kept.
 
         Returns
         -------
         self : SelfTrainingCRF
         """
-        _check_dev_pair(X_dev, y_dev)
+        return self._fit_path(X, y, X_unlabeled, X_dev, y_dev)
+
+    def _max_phase_iterations(self):
+        return self.max_rounds
+
+    def _prepare(self, X, y, X_unlabeled):
         sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
             X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
         unlabelled = unlabelled_sequences(sequences, labelled)
         # Parts laid end to end: the unlabelled sequences of X, then the stream's blocks.
-        to_label = [sequences[unlabelled], *streamed]
-        train = [sequences[labelled], *to_label]
-        n_unlabelled = sum(len(part) for part in to_label)
+        parts = [sequences[unlabelled], *streamed]
+        problem = self._labelled_problem(sequences, labelled, codes, y)
         del sequences, streamed
         # Chunked once, so that a cluster's workers receive them once per fit. (Chunking
-        # empties the list of parts it is given, hence the copies.)
-        unlabelled_data = self._chunked(list(to_label))
-        del to_label
+        # empties the list of parts it is given, hence the copy.)
+        problem.extra.update(parts=parts, unlabelled=self._chunked(list(parts)))
+        return problem
 
-        data = self._chunked(train[:1], codes)
-        layout = self._weight_layout(data)
-        dev = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
-        theta = np.zeros(layout.size)
-        pseudo = None
-        log, self.rounds_ = [], []
-        reason = "max_rounds reached"
-        for round_ in range(self.max_rounds + 1):
-            objective = _penalised_negative_log_likelihood(data, layout, self._l2(layout))
-            result = self._minimize(objective, theta, dev)
-            theta = result.x
-            log += [dict(entry, round=round_) for entry in result.log]
-            labels = self._viterbi(unlabelled_data, layout, theta)
+    def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
+                               on_iteration):
+        unlabelled, parts = problem.extra["unlabelled"], problem.extra["parts"]
+        log, rounds, pseudo = [], [], None
+        round_, n_iter, reason = 0, 0, "max_rounds reached"
+        scores, stopped = _scores_or_stop(on_iteration, 0, theta)
+        while True:
+            labels = self._viterbi(unlabelled, fold.layout, theta)
             changed = None if pseudo is None else int(np.count_nonzero(labels != pseudo))
-            self.rounds_.append(dict({"round": round_, "changed_tokens": changed,
-                                      "n_iter": result.n_iter},
-                                     **(dev(round_, theta) if dev else {})))
-            if changed == 0 or not n_unlabelled:
+            rounds.append(dict({"round": round_, "changed_tokens": changed,
+                                "n_iter": n_iter}, **scores))
+            if changed == 0 or not labels.size:
                 reason = "pseudo-labels unchanged"
                 break
-            pseudo = labels
-            data = self._chunked(list(train), np.concatenate([codes, pseudo]))
-        self._set_fitted_weights(result, layout)
-        self.training_log_ = log
-        self.n_iter_ = len(log)
-        self.n_rounds_ = len(self.rounds_) - 1
-        self.termination_condition_ = reason
-        return self
+            if stopped is not None or round_ == max_iterations:
+                reason = stopped or reason
+                break
+            pseudo, round_ = labels, round_ + 1
+            data = self._chunked([fold.extra["labelled_sequences"], *parts],
+                                 np.concatenate([fold.extra["labelled_codes"], pseudo]))
+            result = self._minimize(self._supervised_objective(replace(fold, labelled=data)),
+                                    theta, c1=fold.c1)
+            theta, n_iter = result.x, result.n_iter
+            log += [dict(entry, round=round_) for entry in result.log]
+            scores, stopped = _scores_or_stop(on_iteration, round_, theta)
+        return Phase(theta, log, round_, reason, rounds)
+
+    def _fold(self, problem, train):
+        fold = super()._fold(problem, train)
+        fold.extra.update(labelled_sequences=problem.labelled[train],
+                          labelled_codes=np.concatenate([problem.codes[i] for i in train]))
+        return fold
+
+    def _finish(self, problem, fold, result):
+        self.rounds_ = result.state
 
     @staticmethod
     def _viterbi(data, layout, theta):
@@ -155,3 +187,11 @@ vectorizer_
 
 def _chunk_viterbi(chunk, workspace, state, transition):
     return decode(chunk, chunk.unary(state), transition)
+
+
+def _scores_or_stop(on_iteration, iteration, theta):
+    """``on_iteration``'s scores, and the reason it gave for stopping (None if none)."""
+    try:
+        return on_iteration(iteration, theta), None
+    except StopIteration as stop:
+        return stop.args[1], stop.args[0]

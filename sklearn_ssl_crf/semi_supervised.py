@@ -12,27 +12,22 @@ target label distribution. Training fits the supervised CRF first, then ascends 
 objective from that optimum. They differ only in how the entropy gradient is computed.
 """
 
-from numbers import Real
-
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
-from .base import BestIterate, unlabelled_sequences
-from .crf import (
-    CRF,
-    _check_dev_pair,
-    _penalised_negative_log_likelihood,
-    l2_penalty,
-)
+from ._training import SELECTABLE, Phase, SemiSupervisedPath, logging_callback
+from .base import unlabelled_sequences
+from .crf import _penalised_negative_log_likelihood, l2_penalty
 from .objectives import label_count_gradient, unlabelled_terms
 from .penalties import LabelProportionPenalty
 
 __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]
 
 
-class EntropyRegularizedCRF(CRF):
-    """Linear-chain CRF trained with entropy regularisation on unlabelled sequences.
+class EntropyRegularizedCRF(SemiSupervisedPath):
+    """Linear-chain CRF trained with entropy regularisation on unlabelled sequences, choosing
+    its own settings.
 
     The entropy gradient is computed with the entropy lattices of Mann & McCallum (2007),
     in O(n S^2) per sequence, the cost of forward-backward. A label-proportion term
@@ -40,15 +35,24 @@ class EntropyRegularizedCRF(CRF):
     near a target distribution; without it, minimising entropy alone rewards confident
     predictions of the most frequent label and can collapse rare-entity taggers.
 
+    Training fits the supervised CRF, then ascends the full objective from that optimum
+    (L-BFGS). By default the settings are chosen on held-out labelled data: the priors
+    ``c1``/``c2`` of the supervised start, the strengths ``gamma`` and
+    ``proportion_weight``, and the number of semi-supervised iterations (0, the supervised
+    start, is always a candidate), on ``X_dev, y_dev`` when given, otherwise by ``cv``-fold
+    cross-validation over the labelled sequences followed by a refit on all of them. A
+    setting given a number is kept as given; a list is a set of candidates.
+
     Unlabelled sequences are given as ``fit(X, y, X_unlabeled=...)``, as sequences whose
     ``y[i]`` is None, or both. `score` and the scorers ignore unlabelled sequences, so
     cross-validation and `GridSearchCV` work with either convention.
 
     Parameters
     ----------
-    gamma : float, default=0.1
-        Weight of the negative entropy of the unlabelled sequences.
-    proportion_weight : float, default=0.0
+    gamma : float, list of float or 'auto', default='auto'
+        Weight of the negative entropy of the unlabelled sequences. 'auto': chosen among
+        ``(0.1,)``... see ``_strengths``.
+    proportion_weight : float, list of float or 'auto', default='auto'
         Weight of ``N_u * KL(pi || pi_hat)``; 0 gives the published objective.
     label_proportions : dict or None, default=None
         Target label distribution ``pi`` (label -> proportion, normalised here; labels not
@@ -56,54 +60,106 @@ class EntropyRegularizedCRF(CRF):
     entropy_gradient : {'lattice', 'covariance'}, default='lattice'
         'lattice': Mann & McCallum's O(n S^2) dynamic program; 'covariance': Jiao et al.'s
         covariance form, O(n^2 S^3). Both give the same numbers.
-    algorithm, c1, c2, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
-delta, min_freq, \
-all_possible_states, all_possible_transitions, verbose
-        As in `CRF`; ``max_iterations`` bounds each of the two phases.
+    c1 : float, list of float or 'auto', default='auto'
+        L1 strength (as in `CRF`); 'auto': chosen among 0 and 0.1.
+    c2 : float, list of float or 'auto', default='auto'
+        L2 strength (as in `CRF`); 'auto': chosen among 1, 0.1, 0.01 and 0.001.
+    cv : int, cross-validation generator or iterable, default=5
+        The folds of the labelled sequences that selection holds out in turn when no
+        ``X_dev`` is given: an int k gives `~sklearn.model_selection.KFold` (shuffled with
+        ``random_state``).
+    scoring : None, str or callable, default=None
+        What selection maximises (`sklearn_ssl_crf.metrics.check_scoring`): None, span F1
+        when the labels carry spans (BIO/IOB/IOBES/BILOU) and token accuracy otherwise; a
+        name of `sklearn_ssl_crf.metrics.SCORERS`, or ``scorer(estimator, X, y)``.
+    early_stopping : bool, default=True
+        Choose the number of semi-supervised iterations on held-out data. False: run them
+        to convergence or ``max_iterations``, without held-out data unless another setting
+        is chosen.
+    n_iter_no_change : int or None, default=10
+        A held-out run of the semi-supervised phase stops after this many iterations
+        without a better score (None: it runs to convergence).
+    random_state : int, RandomState instance or None, default=None
+        Shuffles the folds of ``cv`` (an int).
+    algorithm, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
+delta, min_freq, all_possible_states, all_possible_transitions, verbose
+        As in `CRF`; ``max_iterations`` bounds each L-BFGS run (the supervised start and the
+        semi-supervised phase).
     n_jobs : int, default=None
         Worker processes over which the chunks of labelled and unlabelled sequences are
         spread; the model is the same for any value.
 
     Attributes
     ----------
+    best_params_ : dict
+        The settings used: ``c1``, ``c2``, ``gamma``, ``proportion_weight``.
+    best_iteration_ : int
+        The semi-supervised iteration whose weights were kept (0: the supervised start).
+    n_iter_ : int
+        Semi-supervised iterations run by the final fit.
+    validation_scores_ : list of float or None
+        The held-out score after each semi-supervised iteration (from 0) at the chosen
+        settings: the dev score, or the mean over the folds (a fold that stopped early
+        keeps its last score); None when nothing was chosen.
+    cv_results_ : dict or None
+        What selection tried, in `~sklearn.model_selection.GridSearchCV`'s form: ``params``
+        (with ``n_iter``, the iterations), ``mean_test_score``, ``std_test_score``,
+        ``split<k>_test_score`` and ``rank_test_score``; one row per (c1, c2) candidate
+        when there were several (iteration 0), then one per strength candidate at its best
+        number of iterations.
     training_log_ : list of dict
-        Per iteration of both phases (``phase`` is 'supervised' or 'semi-supervised'): the
-        `CRF` entries, and in the second phase ``objective``, ``likelihood``,
-        ``unlabelled_entropy`` (summed), ``proportion_kl``, and dev scores when given. The
-        second phase starts with an entry ``num=0``: those values at the supervised optimum.
-    best_iteration_ : int or None
-        With a dev set: the semi-supervised iteration whose weights were kept (0: the
-        supervised optimum), chosen by dev span F1.
+        The final fit's L-BFGS iterations (``phase`` 'supervised' or 'semi-supervised', as
+        in `CRF`): in the second phase ``objective``, ``likelihood``, ``unlabelled_entropy``
+        (summed), ``proportion_kl``, and ``validation_score`` with a dev set. The second
+        phase starts with an entry ``num=0``: those values at the supervised optimum.
     target_proportions_ : ndarray of shape (n_labels,)
         ``pi``, in the order of ``classes_``.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, state_features_, transition_features_, size_, n_iter_, \
+trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
 termination_condition_, vectorizer_
         As in `CRF`.
 
     See Also
     --------
     SemiSupervisedCRF : the same objective with Jiao et al.'s covariance-form gradient.
-    CRF : supervised training only.
+    CRFCV : the supervised CRF with its priors chosen the same way.
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf import EntropyRegularizedCRF
+    >>> from sklearn_ssl_crf.datasets import make_sequences
+    >>> X, y = make_sequences(200, features="dict", random_state=0)
+    >>> model = EntropyRegularizedCRF(cv=3, random_state=0)
+    >>> model.fit(X[:30], y[:30], X_unlabeled=X[30:])
+    EntropyRegularizedCRF(cv=3, random_state=0)
+    >>> sorted(model.best_params_)
+    ['c1', 'c2', 'gamma', 'proportion_weight']
     """
 
+    _strengths = {"gamma": (0.1,), "proportion_weight": (10.0,)}
+
     _parameter_constraints = {
-        **CRF._parameter_constraints,
-        "gamma": [Interval(Real, 0, None, closed="left")],
-        "proportion_weight": [Interval(Real, 0, None, closed="left")],
+        **SemiSupervisedPath._parameter_constraints,
+        "gamma": SELECTABLE,
+        "proportion_weight": SELECTABLE,
         "label_proportions": [dict, None],
         "entropy_gradient": [StrOptions({"lattice", "covariance"})],
     }
 
     def __init__(
         self,
-        gamma=0.1,
-        proportion_weight=0.0,
+        gamma="auto",
+        proportion_weight="auto",
         label_proportions=None,
         entropy_gradient="lattice",
+        c1="auto",
+        c2="auto",
+        cv=5,
+        scoring=None,
+        early_stopping=True,
+        n_iter_no_change=10,
+        random_state=None,
         algorithm="lbfgs",
-        c1=0.0,
-        c2=1.0,
         order=1,
         c2_transitions=None,
         max_iterations=None,
@@ -128,10 +184,15 @@ termination_condition_, vectorizer_
         self.proportion_weight = proportion_weight
         self.label_proportions = label_proportions
         self.entropy_gradient = entropy_gradient
+        self.cv = cv
+        self.scoring = scoring
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_unlabeled=None, X_dev=None, y_dev=None):
-        """Train on labelled and unlabelled sequences.
+    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None):
+        """Train on labelled and unlabelled sequences, choosing the settings not given.
 
         Parameters
         ----------
@@ -141,67 +202,71 @@ termination_condition_, vectorizer_
             More unlabelled sequences: a list, or any iterable such as a generator, which
             is read once and featurised 2,000 sequences at a time, so that they are never
             all held as feature dicts (`datasets.iter_text` reads a text file lazily, and
-            `WindowFeatures.transform` of an iterator is an iterator).
+            `WindowFeatures.transform` of a path reads the file).
         X_dev, y_dev : optional
-            A development set scored after every iteration; the semi-supervised phase keeps
-            the iterate with the best dev span F1 (never worse than the supervised start).
+            A development set on which the settings are chosen instead of by
+            cross-validation; the iterate with the best dev score is kept (never worse
+            than the supervised start).
 
         Returns
         -------
         self : EntropyRegularizedCRF
         """
-        _check_dev_pair(X_dev, y_dev)
+        return self._fit_path(X, y, X_unlabeled, X_dev, y_dev)
+
+    def _max_phase_iterations(self):
+        return self.max_iterations
+
+    def _prepare(self, X, y, X_unlabeled):
         sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
             X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
-        unlabelled = unlabelled_sequences(sequences, labelled)
-        if self.order == 2 and self.entropy_gradient == "covariance" and self.gamma > 0:
+        if self.order == 2 and self.entropy_gradient == "covariance":
             raise ValueError(
                 "entropy_gradient='covariance' (Jiao et al.'s nested dynamic program) is "
                 "first-order only; use order=1, or entropy_gradient='lattice', which gives "
                 "the same gradient at any order")
-        labelled_data = self._chunked(sequences[labelled], codes)
+        unlabelled = unlabelled_sequences(sequences, labelled)
         # The chunks take the blocks from the list, freeing each once packed.
         streamed.insert(0, sequences[unlabelled])
-        unlabelled_data = self._chunked(streamed)
+        problem = self._labelled_problem(sequences, labelled, codes, y)
         del sequences
-        self.target_proportions_ = target_proportions(self.label_proportions,
-                                                      self.classes_, codes)
+        problem.extra["unlabelled"] = self._chunked(streamed)
+        return problem
 
-        layout = self._weight_layout(labelled_data)
-        dev = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
-        supervised = self._minimize(
-            _penalised_negative_log_likelihood(labelled_data, layout,
-                                                          self._l2(layout)),
-            np.zeros(layout.size), dev)
-        log = [dict(entry, phase="supervised") for entry in supervised.log]
-        self.best_iteration_ = None
-        result = supervised
-        if unlabelled_data.chunks and (self.gamma > 0 or self.proportion_weight > 0):
-            objective, parts = self._semi_supervised_objective(labelled_data, unlabelled_data,
-                                                               layout)
-            tracker = BestIterate(supervised.x, dev)
-            # Iteration 0 of the second phase: the objective's parts at the supervised optimum.
-            objective(supervised.x)
-            log.append(dict(tracker.start_scores, num=0, phase="semi-supervised", **parts))
-            result = self._minimize(objective, supervised.x, tracker.callback(parts))
-            log += [dict(entry, phase="semi-supervised") for entry in result.log]
-            if dev is not None:
-                result.x, self.best_iteration_ = tracker.best_x, tracker.best_iteration
-        n_iter = supervised.n_iter + (result.n_iter if result is not supervised else 0)
-        self._set_fitted_weights(result, layout)
-        self.training_log_ = log
-        self.n_iter_ = n_iter
-        return self
+    def _fold(self, problem, train):
+        fold = super()._fold(problem, train)
+        codes = np.concatenate([problem.codes[i] for i in train])
+        fold.extra["target"] = target_proportions(self.label_proportions, self.classes_,
+                                                  codes)
+        return fold
 
-    def _semi_supervised_objective(self, labelled_data, unlabelled_data, layout):
+    def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
+                               on_iteration):
+        unlabelled = problem.extra["unlabelled"]
+        gamma, weight = strength["gamma"], strength["proportion_weight"]
+        start = on_iteration(0, theta)
+        if not unlabelled.chunks or (gamma == 0 and weight == 0) or max_iterations == 0:
+            return Phase(theta, [dict(start, num=0, phase="semi-supervised")], 0,
+                         "no semi-supervised iteration")
+        objective, parts = self._semi_supervised_objective(fold, unlabelled, gamma, weight)
+        objective(theta)  # iteration 0's entry: the objective's parts at the start
+        log = [dict(parts, num=0, phase="semi-supervised", **start)]
+        result = self._minimize(objective, theta, logging_callback(on_iteration, parts),
+                                max_iterations=max_iterations, c1=fold.c1)
+        log += [dict(entry, phase="semi-supervised") for entry in result.log]
+        return Phase(result.x, log, result.n_iter, result.termination_condition)
+
+    def _finish(self, problem, fold, result):
+        self.target_proportions_ = fold.extra["target"]
+
+    def _semi_supervised_objective(self, fold, unlabelled_data, gamma, weight):
         """``theta -> (value, gradient)`` of minus the full objective, and a dict holding the
         parts of the last evaluation."""
-        supervised = _penalised_negative_log_likelihood(labelled_data, layout,
-                                                          self._l2(layout))
-        strengths = self._l2(layout)
-        gamma, weight = self.gamma, self.proportion_weight
+        layout = fold.layout
+        strengths = self._l2(layout, fold.c2)
+        supervised = _penalised_negative_log_likelihood(fold.labelled, layout, strengths)
         n_unlabelled = sum(chunk.n_tokens for chunk in unlabelled_data.chunks)
-        proportions = LabelProportionPenalty(self.target_proportions_, n_unlabelled)
+        proportions = LabelProportionPenalty(fold.extra["target"], n_unlabelled)
         method = self.entropy_gradient if gamma > 0 else None
         parts = {}
 
@@ -240,16 +305,18 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
     ----------
     entropy_gradient : {'lattice', 'covariance'}, default='covariance'
         As in `EntropyRegularizedCRF`, whose default is 'lattice'.
-    gamma, proportion_weight, label_proportions, algorithm, c1, c2, order, c2_transitions, \
-max_iterations, num_memories, epsilon, period, delta, min_freq, all_possible_states, \
+    gamma, proportion_weight, label_proportions, c1, c2, cv, scoring, early_stopping, \
+n_iter_no_change, random_state, algorithm, order, c2_transitions, max_iterations, \
+num_memories, epsilon, period, delta, min_freq, all_possible_states, \
 all_possible_transitions, verbose, n_jobs
         As in `EntropyRegularizedCRF`.
 
     Attributes
     ----------
-    training_log_, best_iteration_, target_proportions_, classes_, attributes_, \
-num_attributes_, state_weights_, transition_weights_, state_features_, \
-transition_features_, size_, n_iter_, termination_condition_, vectorizer_
+    best_params_, best_iteration_, n_iter_, validation_scores_, cv_results_, \
+training_log_, target_proportions_, classes_, attributes_, num_attributes_, \
+state_weights_, transition_weights_, trigram_weights_, skip_weights_, state_features_, \
+transition_features_, size_, termination_condition_, vectorizer_
         As in `EntropyRegularizedCRF`.
 
     See Also
@@ -259,13 +326,18 @@ transition_features_, size_, n_iter_, termination_condition_, vectorizer_
 
     def __init__(
         self,
-        gamma=0.1,
-        proportion_weight=0.0,
+        gamma="auto",
+        proportion_weight="auto",
         label_proportions=None,
         entropy_gradient="covariance",
+        c1="auto",
+        c2="auto",
+        cv=5,
+        scoring=None,
+        early_stopping=True,
+        n_iter_no_change=10,
+        random_state=None,
         algorithm="lbfgs",
-        c1=0.0,
-        c2=1.0,
         order=1,
         c2_transitions=None,
         max_iterations=None,
@@ -282,7 +354,9 @@ transition_features_, size_, n_iter_, termination_condition_, vectorizer_
         super().__init__(
             gamma=gamma, proportion_weight=proportion_weight,
             label_proportions=label_proportions, entropy_gradient=entropy_gradient,
-            algorithm=algorithm, c1=c1, c2=c2, order=order, c2_transitions=c2_transitions,
+            c1=c1, c2=c2, cv=cv, scoring=scoring, early_stopping=early_stopping,
+            n_iter_no_change=n_iter_no_change, random_state=random_state,
+            algorithm=algorithm, order=order, c2_transitions=c2_transitions,
             max_iterations=max_iterations,
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,

@@ -47,7 +47,7 @@ def _python_api_model(paths):
     X_unlabelled = [[(w, w[:2]) for w in s] for s in read_text(paths["unlabelled"])]
     features = WindowFeatures(window=1, suffixes=()).fit(X + X_unlabelled)
     estimator = EntropyRegularizedCRF(gamma=0.1, proportion_weight=10, c2=0.1,
-                                      max_iterations=25)
+                                      max_iterations=25, random_state=0)
     estimator.fit(features.transform(X), y,
                   X_unlabeled=features.transform(X_unlabelled))
     return Pipeline([("features", features), ("model", estimator)])
@@ -214,8 +214,8 @@ def test_bad_files_in_every_command(corpus, trained, tmp_path, capsys):
         capsys, ["evaluate", str(model), str(tmp_path / "missing.txt")])
     assert "needs --unlabelled" in _run_error(
         capsys, ["train", str(paths["train"]), "--method", "graph-pr"])
-    assert "need --dev" in _run_error(
-        capsys, ["train", str(paths["train"]), "--c2", "0.1", "1"])
+    assert "does not choose its settings: give one value of --c2" in _run_error(
+        capsys, ["train", str(paths["train"]), "--method", "ngd", "--c2", "0.1", "1"])
     short = tmp_path / "short.txt"
     short.write_text("w1 B-X\n\n")
     # The model reads columns 0 and 1 as the token and the last as the label.

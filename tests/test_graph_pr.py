@@ -7,10 +7,12 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from fixed_settings import fixed
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_ssl_crf import CRF, GraphPRCRF, SequenceMatrix, WindowFeatures, WindowRows, packing
+from sklearn_ssl_crf._training import Fold
 from sklearn_ssl_crf.datasets import load_ud_english_ewt, make_sequences, read_ocr_letters
 from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, trigram_graph
 from sklearn_ssl_crf.graph_pr import _ExpectationMaximisation
@@ -65,9 +67,10 @@ def tiny_problem():
     penalty = GraphLaplacianPenalty(weights, token_vertices, seed_sums)
     data = ChunkedSequences(sequences, groups=token_vertices, n_groups=4, chunk_tokens=4)
     layout = WeightLayout(n_features, n_labels)
-    model = GraphPRCRF(lam=0.7, unlabeled_weight=1.3, c2=0.1)
+    model = fixed(GraphPRCRF(lam=0.7, unlabeled_weight=1.3, c2=0.1))
     model.classes_ = list(range(n_labels))
-    em = _ExpectationMaximisation(model, None, data, penalty, layout)
+    fold = Fold(None, layout, c1=0.0, c2=0.1, extra={"penalty": penalty, "unlabelled": data})
+    em = _ExpectationMaximisation(model, fold, 0.7)
     theta = rng.normal(size=layout.size)
     offsets = rng.normal(size=(4, n_labels))
     return em, sequences, penalty, layout, theta, offsets
@@ -119,7 +122,9 @@ def test_m_step_gradient_matches_finite_differences(tiny_problem):
     labelled = SequenceMatrix(sp.csr_matrix(rng.normal(size=(5, 4))), [0, 2, 5])
     labelled_data = ChunkedSequences(labelled, rng.integers(0, 3, size=5), 3)
     assert labelled.lengths.tolist() == lengths.tolist()
-    em = _ExpectationMaximisation(em.model, labelled_data, em.unlabelled_data, penalty, layout)
+    fold = Fold(labelled_data, layout, c1=0.0, c2=0.1,
+                extra={"penalty": penalty, "unlabelled": em.unlabelled_data})
+    em = _ExpectationMaximisation(em.model, fold, 0.7)
     q = em._evaluate(theta, em._log_partition(theta), offsets)
     em._expected_features(q)
     objective = em._m_step_objective(q)
@@ -140,8 +145,8 @@ def test_estep_objective_never_rises_over_its_iterations(synthetic):
     X, _, y_partial, graph = synthetic
     objectives = []
     for steps in range(1, 7):
-        model = GraphPRCRF(graph=graph, lam=2.0, em_iterations=1, estep_iterations=steps,
-                           estep_tol=0.0).fit(X, y_partial)
+        model = fixed(GraphPRCRF(graph=graph, lam=2.0, em_iterations=1, estep_iterations=steps,
+                           estep_tol=0.0)).fit(X, y_partial)
         start, first = em_entries(model)[:2]
         objectives.append(first["estep_objective"])
         assert first["estep_iterations"] == steps
@@ -155,7 +160,7 @@ def test_estep_objective_never_rises_over_its_iterations(synthetic):
     {"lam": 0.5, "c1": 0.05, "c2": 0.1}, {"lam": 1.0, "c2": 0.01, "mstep_iterations": 2}])
 def test_em_objective_never_decreases(synthetic, params):
     X, _, y_partial, graph = synthetic
-    model = GraphPRCRF(graph=graph, em_iterations=8, em_tol=0.0, **params).fit(X, y_partial)
+    model = fixed(GraphPRCRF(graph=graph, em_iterations=8, em_tol=0.0, **params)).fit(X, y_partial)
     objective = np.array([entry["objective"] for entry in em_entries(model)])
     assert objective.size == 9
     assert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[:-1]))
@@ -173,14 +178,14 @@ def test_em_stops_when_j_rises_by_a_small_share_of_its_total_rise(synthetic, c2)
     # |J| stopped EM after 4 iterations on handwriting with c2 = 10).
     X, _, y_partial, graph = synthetic
     em_tol = 0.05
-    full = em_entries(GraphPRCRF(graph=graph, c2=c2, em_iterations=12, em_tol=0.0)
+    full = em_entries(fixed(GraphPRCRF(graph=graph, c2=c2, em_iterations=12, em_tol=0.0))
                       .fit(X, y_partial))
     objective = np.array([entry["objective"] for entry in full])
     stops = np.diff(objective) <= em_tol * (objective[1:] - objective[0])
     assert stops.any() and not stops[0]
     expected = int(np.argmax(stops)) + 1
-    model = GraphPRCRF(graph=graph, c2=c2, em_iterations=12, em_tol=em_tol).fit(X, y_partial)
-    assert model.n_em_iter_ == expected
+    model = fixed(GraphPRCRF(graph=graph, c2=c2, em_iterations=12, em_tol=em_tol)).fit(X, y_partial)
+    assert model.n_iter_ == expected
     assert model.termination_condition_.startswith("converged")
     assert [entry["objective"] for entry in em_entries(model)] == list(objective[:expected + 1])
 
@@ -188,22 +193,22 @@ def test_em_stops_when_j_rises_by_a_small_share_of_its_total_rise(synthetic, c2)
 def test_mstep_iterations_bounds_each_m_step_and_not_the_supervised_start(synthetic):
     X, y, y_partial, graph = synthetic
     params = {"graph": graph, "c2": 0.01, "em_iterations": 3, "em_tol": 0.0}
-    full = GraphPRCRF(**params).fit(X, y_partial)
+    full = fixed(GraphPRCRF(**params)).fit(X, y_partial)
     m_steps = [entry["mstep_iterations"] for entry in em_entries(full)[1:]]
     assert max(m_steps) > 3
-    bounded = GraphPRCRF(mstep_iterations=3, **params).fit(X, y_partial)
+    bounded = fixed(GraphPRCRF(mstep_iterations=3, **params)).fit(X, y_partial)
     assert [entry["mstep_iterations"] for entry in em_entries(bounded)[1:]] == [3, 3, 3]
     assert em_entries(bounded)[0]["objective"] == em_entries(full)[0]["objective"]
     assert em_entries(bounded)[-1]["objective"] < em_entries(full)[-1]["objective"]
     # A bound no M-step reaches changes nothing.
-    loose = GraphPRCRF(mstep_iterations=max(m_steps), **params).fit(X, y_partial)
+    loose = fixed(GraphPRCRF(mstep_iterations=max(m_steps), **params)).fit(X, y_partial)
     np.testing.assert_array_equal(loose.state_weights_, full.state_weights_)
     assert em_entries(loose) == em_entries(full)
 
 
 def test_lam_zero_gives_q_equal_to_p_theta(synthetic):
     X, _, y_partial, graph = synthetic
-    model = GraphPRCRF(graph=graph, lam=0.0, em_iterations=1).fit(X, y_partial)
+    model = fixed(GraphPRCRF(graph=graph, lam=0.0, em_iterations=1)).fit(X, y_partial)
     entries = em_entries(model)
     # The E-step's q is p_theta exactly: no offset, so KL is 0 to the last bit.
     assert [entry["estep_objective"] for entry in entries] == [0.0, 0.0]
@@ -216,7 +221,7 @@ def test_lam_zero_gives_q_equal_to_p_theta(synthetic):
 def test_no_penalty_and_no_unlabelled_weight_is_exactly_the_crf(synthetic):
     X, _, y_partial, graph = synthetic
     crf = CRF(c2=0.5).fit(X, y_partial)
-    model = GraphPRCRF(graph=graph, lam=0.0, unlabeled_weight=0.0, c2=0.5).fit(X, y_partial)
+    model = fixed(GraphPRCRF(graph=graph, lam=0.0, unlabeled_weight=0.0, c2=0.5)).fit(X, y_partial)
     np.testing.assert_array_equal(model.state_weights_, crf.state_weights_)
     np.testing.assert_array_equal(model.transition_weights_, crf.transition_weights_)
     assert model.attributes_ == crf.attributes_
@@ -225,9 +230,9 @@ def test_no_penalty_and_no_unlabelled_weight_is_exactly_the_crf(synthetic):
 def test_unlabelled_weight_zero_keeps_theta_but_q_uses_the_graph(synthetic):
     X, _, y_partial, graph = synthetic
     crf = CRF().fit(X, y_partial)
-    model = GraphPRCRF(graph=graph, lam=5.0, unlabeled_weight=0.0).fit(X, y_partial)
+    model = fixed(GraphPRCRF(graph=graph, lam=5.0, unlabeled_weight=0.0)).fit(X, y_partial)
     np.testing.assert_array_equal(model.state_weights_, crf.state_weights_)
-    assert model.n_em_iter_ == 1 and em_entries(model)[1]["penalty"] < \
+    assert model.n_iter_ == 1 and em_entries(model)[1]["penalty"] < \
         em_entries(model)[0]["penalty"]
     assert model.transduction_[30:] != crf.predict(X[30:])
 
@@ -246,7 +251,7 @@ def test_graph_penalty_pulls_q_towards_the_graph_labels(synthetic):
                      for a in range(len(vertex))], dtype=float)
     graph = SimilarityGraph(same, token_vertices)
     crf = CRF().fit(X, y_partial)
-    model = GraphPRCRF(graph=graph, lam=1.0, em_iterations=5).fit(X, y_partial)
+    model = fixed(GraphPRCRF(graph=graph, lam=1.0, em_iterations=5)).fit(X, y_partial)
 
     def accuracy(predicted):
         flat = np.concatenate([np.array(p, dtype=object) for p in predicted[30:]])
@@ -260,8 +265,8 @@ def test_n_jobs_gives_the_same_model(synthetic, monkeypatch):
     X, _, y_partial, graph = synthetic
     monkeypatch.setattr(packing, "CHUNK_TOKENS", 700)  # several chunks
     params = {"graph": graph, "lam": 1.0, "em_iterations": 3}
-    one = GraphPRCRF(n_jobs=1, **params).fit(X, y_partial)
-    two = GraphPRCRF(n_jobs=2, **params).fit(X, y_partial)
+    one = fixed(GraphPRCRF(n_jobs=1, **params)).fit(X, y_partial)
+    two = fixed(GraphPRCRF(n_jobs=2, **params)).fit(X, y_partial)
     np.testing.assert_array_equal(one.state_weights_, two.state_weights_)
     np.testing.assert_array_equal(one.transition_weights_, two.transition_weights_)
     assert one.transduction_ == two.transduction_
@@ -273,8 +278,8 @@ def test_n_jobs_gives_the_same_model(synthetic, monkeypatch):
 
 def test_both_unlabelled_conventions_give_the_same_model(synthetic):
     X, _, y_partial, graph = synthetic
-    inside = GraphPRCRF(graph=graph, em_iterations=2).fit(X, y_partial)
-    apart = GraphPRCRF(graph=graph, em_iterations=2).fit(X[:30], y_partial[:30],
+    inside = fixed(GraphPRCRF(graph=graph, em_iterations=2)).fit(X, y_partial)
+    apart = fixed(GraphPRCRF(graph=graph, em_iterations=2)).fit(X[:30], y_partial[:30],
                                                          X_unlabeled=X[30:])
     np.testing.assert_array_equal(inside.state_weights_, apart.state_weights_)
     assert inside.transduction_ == apart.transduction_
@@ -287,8 +292,8 @@ def test_transduction_follows_the_input_order(synthetic):
         graph.weights, np.concatenate(
             [graph.token_vertices[sum(len(X[j]) for j in range(i)):][:len(X[i])]
              for i in order]))
-    model = GraphPRCRF(graph=graph, em_iterations=2).fit(X, y_partial)
-    shuffled = GraphPRCRF(graph=shuffled_graph, em_iterations=2).fit(
+    model = fixed(GraphPRCRF(graph=graph, em_iterations=2)).fit(X, y_partial)
+    shuffled = fixed(GraphPRCRF(graph=shuffled_graph, em_iterations=2)).fit(
         [X[i] for i in order], [y_partial[i] for i in order])
     assert [len(labels) for labels in model.transduction_] == [len(x) for x in X]
     assert [model.transduction_[i] for i in order] == shuffled.transduction_
@@ -296,7 +301,7 @@ def test_transduction_follows_the_input_order(synthetic):
 
 def test_posterior_decoding_is_the_argmax_of_the_marginals(synthetic):
     X, _, y_partial, graph = synthetic
-    model = GraphPRCRF(graph=graph, em_iterations=1, decoding="posterior").fit(X, y_partial)
+    model = fixed(GraphPRCRF(graph=graph, em_iterations=1, decoding="posterior")).fit(X, y_partial)
     marginals = model.predict_marginals(X[:20])
     expected = [[max(token, key=token.get) for token in sequence] for sequence in marginals]
     assert model.predict(X[:20]) == expected
@@ -304,18 +309,18 @@ def test_posterior_decoding_is_the_argmax_of_the_marginals(synthetic):
 
 def test_dev_set_keeps_the_best_iteration(synthetic):
     X, y, y_partial, graph = synthetic
-    model = GraphPRCRF(graph=graph, lam=2.0, em_iterations=4, em_tol=0.0).fit(
+    model = GraphPRCRF(graph=graph, lam=2.0, c1=0.0, c2=1.0, em_iterations=4, em_tol=0.0,
+                       n_iter_no_change=None, scoring="flat_accuracy").fit(
         X, y_partial, X_dev=X[30:80], y_dev=y[30:80])
-    entries = em_entries(model)
-    scores = [entry["dev_span_f1"] for entry in entries]
+    scores = [entry["validation_score"] for entry in em_entries(model)]
+    assert scores == model.validation_scores_ and len(scores) == 5
     assert model.best_iteration_ == int(np.argmax(scores))
-    kept = model.score(X[30:80], y[30:80])
-    assert kept == pytest.approx(entries[model.best_iteration_]["dev_accuracy"])
+    assert model.score(X[30:80], y[30:80]) == pytest.approx(max(scores))
 
 
 def test_clone_pickle_and_grid_search_with_none_labels(synthetic):
     X, y, y_partial, graph = synthetic
-    model = GraphPRCRF(graph="knn", n_neighbors=5, em_iterations=2)
+    model = fixed(GraphPRCRF(graph="knn", n_neighbors=5, em_iterations=2))
     fitted = clone(model).fit(X[:120], y_partial[:120])
     restored = pickle.loads(pickle.dumps(fitted))
     assert restored.predict(X[200:]) == fitted.predict(X[200:])
@@ -328,15 +333,16 @@ def test_clone_pickle_and_grid_search_with_none_labels(synthetic):
 def test_bad_inputs_raise_clear_errors(synthetic):
     X, _, y_partial, graph = synthetic
     with pytest.raises(ValueError, match="maps .* tokens to vertices"):
-        GraphPRCRF(graph=graph).fit(X[:100], y_partial[:100])
+        fixed(GraphPRCRF(graph=graph)).fit(X[:100], y_partial[:100])
     with pytest.raises(ValueError, match="lam"):
-        GraphPRCRF(graph=graph, lam=-1.0).fit(X, y_partial)
+        fixed(GraphPRCRF(graph=graph, lam=-1.0)).fit(X, y_partial)
     with pytest.raises(ValueError, match="graph"):
-        GraphPRCRF(graph="complete").fit(X, y_partial)
+        fixed(GraphPRCRF(graph="complete")).fit(X, y_partial)
     with pytest.raises(ValueError, match="word"):
-        GraphPRCRF(graph="trigram").fit(X, y_partial)  # these dicts hold 'word', not 'word.lower'
+        # these dicts hold 'word', not 'word.lower'
+        fixed(GraphPRCRF(graph="trigram")).fit(X, y_partial)
     with pytest.raises(ValueError, match="X has 240 sequences"):
-        GraphPRCRF(graph=graph).fit(X, y_partial[:-1])
+        fixed(GraphPRCRF(graph=graph)).fit(X, y_partial[:-1])
 
 
 # -- real data ----------------------------------------------------------------------------
@@ -355,8 +361,8 @@ def test_part_of_speech_with_a_trigram_graph(shared_data):
     X = WindowFeatures(suffixes=(1, 2, 3)).fit_transform(sentences[:360])
     y_partial = tags[:60] + [None] * 300
     crf = CRF(c2=0.1).fit(X, y_partial)
-    model = GraphPRCRF(graph=trigram_graph(X), lam=1.0, c2=0.1, em_iterations=3,
-                       em_tol=0.0).fit(X, y_partial)
+    model = fixed(GraphPRCRF(graph=trigram_graph(X), lam=1.0, c2=0.1, em_iterations=3,
+                       em_tol=0.0)).fit(X, y_partial)
     objective = [entry["objective"] for entry in em_entries(model)]
     assert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[:-1]))
     crf_error = token_error(crf.predict(X[60:]), tags[60:360])
@@ -381,7 +387,7 @@ def test_handwriting_with_a_letter_graph(shared_data):
     gold = [labels[i] for i in unlabelled]
     graph = knn_graph(pool, n_neighbors=20, min_similarity=0.3, self_weight=0.8)
     crf = CRF().fit(X, y_partial)
-    model = GraphPRCRF(graph=graph, lam=1.0, em_iterations=3, em_tol=0.0).fit(X, y_partial)
+    model = fixed(GraphPRCRF(graph=graph, lam=1.0, em_iterations=3, em_tol=0.0)).fit(X, y_partial)
     objective = [entry["objective"] for entry in em_entries(model)]
     assert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[:-1]))
     crf_error = token_error(crf.predict(X[20:]), gold)

@@ -8,6 +8,7 @@ from itertools import product
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from fixed_settings import fixed
 from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
@@ -379,10 +380,11 @@ def test_full_batch_loss_is_minus_the_entropy_objective(synthetic):
     params = dict(gamma=0.3, proportion_weight=2.0, c2=0.0)
     model = NaturalGradientCRF(batch_size=70, eta0=0.1, max_iterations=1, **params)
     model.fit(X, y, X_unlabeled=X_unlabeled)
-    reference = EntropyRegularizedCRF(max_iterations=3, **params).fit(X, y,
+    reference = fixed(EntropyRegularizedCRF(max_iterations=3, **params)).fit(X, y,
                                                                       X_unlabeled=X_unlabeled)
     # Same featurisation and classes; evaluate both at the reference's weights.
     assert model.attributes_ == reference.attributes_ and model.classes_ == reference.classes_
+    from sklearn_ssl_crf._training import Fold  # noqa: PLC0415
     from sklearn_ssl_crf.natural_gradient import _Samples  # noqa: PLC0415
     from sklearn_ssl_crf.packing import ChunkedSequences  # noqa: PLC0415
     from sklearn_ssl_crf.parameters import WeightLayout  # noqa: PLC0415
@@ -400,8 +402,8 @@ def test_full_batch_loss_is_minus_the_entropy_objective(synthetic):
     layout = WeightLayout(model.num_attributes_, len(index))
     labelled = ChunkedSequences(sequences[np.arange(30)], codes, len(index))
     unlabelled = ChunkedSequences(sequences[np.arange(30, 70)])
-    reference.target_proportions_ = model.target_proportions_
-    objective, _ = reference._semi_supervised_objective(labelled, unlabelled, layout)
+    fold = Fold(labelled, layout, c1=0.0, c2=0.0, extra={"target": model.target_proportions_})
+    objective, _ = reference._semi_supervised_objective(fold, unlabelled, 0.3, 2.0)
     value, gradient = objective(layout.pack(theta_state, theta_transition))
     assert loss == pytest.approx(value, rel=1e-10)
     full = np.zeros_like(theta_state)

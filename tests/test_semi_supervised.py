@@ -2,12 +2,14 @@
 
 import numpy as np
 import pytest
+from fixed_settings import fixed
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_ssl_crf import CRF, EntropyRegularizedCRF, SemiSupervisedCRF
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.inference import sequence_entropy, subsequence_entropy
+from sklearn_ssl_crf.metrics import span_f1_score, span_f1_scorer
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +21,7 @@ def synthetic():
 def test_no_unlabelled_terms_is_exactly_the_supervised_crf(synthetic):
     X, y, X_unlabeled, _, _ = synthetic
     crf = CRF(c2=0.5).fit(X, y)
-    ssl = EntropyRegularizedCRF(gamma=0.0, proportion_weight=0.0, c2=0.5).fit(
+    ssl = fixed(EntropyRegularizedCRF(gamma=0.0, proportion_weight=0.0, c2=0.5)).fit(
         X, y, X_unlabeled=X_unlabeled)
     # The vocabulary also holds attributes seen only in unlabelled text (after the labelled
     # ones): with no unlabelled term nothing moves their weights from 0.
@@ -36,7 +38,7 @@ def test_no_unlabelled_terms_is_exactly_the_supervised_crf(synthetic):
                                     {"gamma": 0.0, "proportion_weight": 1.0}])
 def test_objective_never_decreases_from_the_supervised_start(synthetic, params):
     X, y, X_unlabeled, _, _ = synthetic
-    model = EntropyRegularizedCRF(**params).fit(X, y, X_unlabeled=X_unlabeled)
+    model = fixed(EntropyRegularizedCRF(**params)).fit(X, y, X_unlabeled=X_unlabeled)
     objective = [entry["objective"] for entry in model.training_log_
                  if entry["phase"] == "semi-supervised"]
     assert len(objective) > 2
@@ -47,7 +49,7 @@ def test_objective_never_decreases_from_the_supervised_start(synthetic, params):
 def test_label_proportion_term_moves_predictions_towards_the_target(synthetic):
     X, y, X_unlabeled, _, _ = synthetic
     target = {"O": 0.2, "B-A": 0.2, "I-A": 0.2, "B-B": 0.2, "I-B": 0.2}
-    weak = EntropyRegularizedCRF(gamma=0.0, proportion_weight=0.01, label_proportions=target)
+    weak = fixed(EntropyRegularizedCRF(gamma=0.0, proportion_weight=0.01, label_proportions=target))
     strong = clone(weak).set_params(proportion_weight=10.0)
     kl = [model.fit(X, y, X_unlabeled=X_unlabeled).training_log_[-1]["proportion_kl"]
           for model in (weak, strong)]
@@ -57,8 +59,9 @@ def test_label_proportion_term_moves_predictions_towards_the_target(synthetic):
 def test_both_unlabelled_conventions_give_the_same_model(synthetic):
     X, y, X_unlabeled, _, _ = synthetic
     params = {"gamma": 0.1, "proportion_weight": 1.0}
-    separate = EntropyRegularizedCRF(**params).fit(X, y, X_unlabeled=X_unlabeled)
-    inline = EntropyRegularizedCRF(**params).fit(X + X_unlabeled, y + [None] * len(X_unlabeled))
+    separate = fixed(EntropyRegularizedCRF(**params)).fit(X, y, X_unlabeled=X_unlabeled)
+    inline = fixed(EntropyRegularizedCRF(**params)).fit(X + X_unlabeled,
+                                                        y + [None] * len(X_unlabeled))
     np.testing.assert_array_equal(separate.state_weights_, inline.state_weights_)
 
 
@@ -68,16 +71,16 @@ def test_n_jobs_gives_the_same_model(synthetic, monkeypatch):
     monkeypatch.setattr(packing, "CHUNK_TOKENS", 200)  # several chunks
     X, y, X_unlabeled, _, _ = synthetic
     params = {"gamma": 0.1, "proportion_weight": 1.0}
-    one = EntropyRegularizedCRF(n_jobs=1, **params).fit(X, y, X_unlabeled=X_unlabeled)
-    two = EntropyRegularizedCRF(n_jobs=2, **params).fit(X, y, X_unlabeled=X_unlabeled)
+    one = fixed(EntropyRegularizedCRF(n_jobs=1, **params)).fit(X, y, X_unlabeled=X_unlabeled)
+    two = fixed(EntropyRegularizedCRF(n_jobs=2, **params)).fit(X, y, X_unlabeled=X_unlabeled)
     np.testing.assert_array_equal(one.state_weights_, two.state_weights_)
 
 
 def test_covariance_and_lattice_gradients_train_the_same_model(synthetic):
     X, y, X_unlabeled, _, _ = synthetic
-    lattice = EntropyRegularizedCRF(gamma=0.3, max_iterations=30).fit(
+    lattice = fixed(EntropyRegularizedCRF(gamma=0.3, max_iterations=30)).fit(
         X, y, X_unlabeled=X_unlabeled[:40])
-    covariance = SemiSupervisedCRF(gamma=0.3, max_iterations=30).fit(
+    covariance = fixed(SemiSupervisedCRF(gamma=0.3, max_iterations=30)).fit(
         X, y, X_unlabeled=X_unlabeled[:40])
     assert covariance.entropy_gradient == "covariance"
     np.testing.assert_allclose(covariance.state_weights_, lattice.state_weights_, atol=1e-6)
@@ -85,23 +88,23 @@ def test_covariance_and_lattice_gradients_train_the_same_model(synthetic):
 
 def test_dev_set_keeps_the_best_iterate(synthetic):
     X, y, X_unlabeled, X_test, y_test = synthetic
-    model = EntropyRegularizedCRF(gamma=2.0).fit(
+    model = EntropyRegularizedCRF(gamma=2.0, proportion_weight=0.0, c1=0.0, c2=1.0,
+                                  n_iter_no_change=None, max_iterations=40).fit(
         X, y, X_unlabeled=X_unlabeled, X_dev=X_test[:100], y_dev=y_test[:100])
-    scores = [entry["dev_span_f1"] for entry in model.training_log_
-              if entry["phase"] == "semi-supervised"]
+    entries = [entry for entry in model.training_log_ if entry["phase"] == "semi-supervised"]
+    scores = [entry["validation_score"] for entry in entries]
+    assert [entry["num"] for entry in entries] == list(range(len(scores)))
+    assert scores == model.validation_scores_
     start, best = scores[0], max(scores)
-    from sklearn_ssl_crf.metrics import span_f1_score
-
     kept = span_f1_score(y_test[:100], model.predict(X_test[:100]))
     assert kept == pytest.approx(best) and kept >= start
-    assert scores[model.best_iteration_] == pytest.approx(best)
+    assert model.best_iteration_ == scores.index(best)
+    assert model.n_iter_ == len(scores) - 1 >= model.best_iteration_
 
 
 def test_grid_search_over_gamma_with_unlabelled_sequences_in_y(synthetic):
     X, y, X_unlabeled, _, _ = synthetic
-    from sklearn_ssl_crf.metrics import span_f1_scorer
-
-    search = GridSearchCV(EntropyRegularizedCRF(max_iterations=20),
+    search = GridSearchCV(fixed(EntropyRegularizedCRF(max_iterations=20)),
                           {"gamma": [0.0, 0.1]}, cv=2, scoring=span_f1_scorer)
     search.fit(X + X_unlabeled[:40], y + [None] * 40)
     assert set(search.cv_results_["param_gamma"]) == {0.0, 0.1}
@@ -115,7 +118,8 @@ def test_grid_search_over_gamma_with_unlabelled_sequences_in_y(synthetic):
 def test_bad_label_proportions(synthetic, proportions, message):
     X, y, X_unlabeled, _, _ = synthetic
     with pytest.raises(ValueError, match=message):
-        EntropyRegularizedCRF(label_proportions=proportions).fit(X, y, X_unlabeled=X_unlabeled)
+        fixed(EntropyRegularizedCRF(label_proportions=proportions)).fit(
+            X, y, X_unlabeled=X_unlabeled)
 
 
 def test_active_learning_entropies_match_the_kernels(synthetic):
@@ -144,20 +148,20 @@ def test_self_training_without_rounds_is_the_supervised_crf(synthetic):
 
     X, y, X_unlabeled, _, _ = synthetic
     crf = CRF(c2=0.5).fit(X, y)
-    zero = SelfTrainingCRF(max_rounds=0, c2=0.5).fit(X, y, X_unlabeled=X_unlabeled)
+    zero = fixed(SelfTrainingCRF(max_rounds=0, c2=0.5)).fit(X, y, X_unlabeled=X_unlabeled)
     shared = crf.num_attributes_
     np.testing.assert_allclose(zero.state_weights_[:shared], crf.state_weights_, atol=1e-9)
-    assert zero.n_rounds_ == 0 and zero.termination_condition_ == "max_rounds reached"
+    assert zero.n_iter_ == 0 and zero.termination_condition_ == "max_rounds reached"
 
 
 def test_self_training_stops_when_pseudo_labels_are_a_fixed_point(synthetic):
     from sklearn_ssl_crf import SelfTrainingCRF
 
     X, y, X_unlabeled, _, _ = synthetic
-    model = SelfTrainingCRF(max_rounds=20, c2=0.5).fit(X, y, X_unlabeled=X_unlabeled)
+    model = fixed(SelfTrainingCRF(max_rounds=20, c2=0.5)).fit(X, y, X_unlabeled=X_unlabeled)
     assert model.termination_condition_ == "pseudo-labels unchanged"
     assert model.rounds_[-1]["changed_tokens"] == 0
-    assert model.rounds_[0]["changed_tokens"] is None and model.n_rounds_ >= 1
+    assert model.rounds_[0]["changed_tokens"] is None and model.n_iter_ >= 1
     # At the fixed point the model trained on its own Viterbi labels reproduces them.
     retrained = CRF(c2=0.5).fit(X + X_unlabeled, y + model.predict(X_unlabeled))
     assert retrained.predict(X_unlabeled) == model.predict(X_unlabeled)
@@ -171,7 +175,7 @@ def test_objective_never_decreases_on_bc2gm(shared_data):
 
     X, y = load_bc2gm(shared_data / "bc2gm")["train"]
     features = WindowFeatures()
-    model = EntropyRegularizedCRF(gamma=0.1, proportion_weight=1.0, max_iterations=40).fit(
+    model = fixed(EntropyRegularizedCRF(gamma=0.1, proportion_weight=1.0, max_iterations=40)).fit(
         features.transform(X[:100]), y[:100], X_unlabeled=features.transform(X[100:400]))
     objective = [entry["objective"] for entry in model.training_log_
                  if entry["phase"] == "semi-supervised"]

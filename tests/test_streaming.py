@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import sklearn
+from fixed_settings import fixed
 from sklearn.pipeline import Pipeline
 from sklearn.utils.fixes import parse_version
 
@@ -64,8 +65,9 @@ def test_a_generator_a_text_file_and_a_list_give_the_same_model(words, small_blo
     features = WindowFeatures().fit(X)
     Xf = features.transform(X)
     params = {"gamma": 0.1, "proportion_weight": 1.0, "max_iterations": 20}
-    listed = EntropyRegularizedCRF(**params).fit(Xf, y, X_unlabeled=features.transform(unlabelled))
-    generated = EntropyRegularizedCRF(**params).fit(
+    listed = fixed(EntropyRegularizedCRF(**params)).fit(
+        Xf, y, X_unlabeled=features.transform(unlabelled))
+    generated = fixed(EntropyRegularizedCRF(**params)).fit(
         Xf, y, X_unlabeled=features.transform(iter(unlabelled)))
     path = tmp_path / "raw.txt"
     # Blank lines are skipped, as read_text skips them.
@@ -73,11 +75,11 @@ def test_a_generator_a_text_file_and_a_list_give_the_same_model(words, small_blo
                     encoding="utf-8")
     # A path is read by the featurizer, lazily; so is a generator over the file.
     assert type(features.transform(path)) is type(features.transform(iter(unlabelled)))
-    from_path = EntropyRegularizedCRF(**params).fit(Xf, y,
+    from_path = fixed(EntropyRegularizedCRF(**params)).fit(Xf, y,
                                                     X_unlabeled=features.transform(path))
-    from_file = EntropyRegularizedCRF(**params).fit(
+    from_file = fixed(EntropyRegularizedCRF(**params)).fit(
         Xf, y, X_unlabeled=features.transform(iter_text(path)))
-    inline = EntropyRegularizedCRF(**params).fit(
+    inline = fixed(EntropyRegularizedCRF(**params)).fit(
         Xf + features.transform(unlabelled), y + [None] * len(unlabelled))
     assert listed.n_iter_ > 5
     for model in (generated, from_path, from_file, inline):
@@ -87,10 +89,10 @@ def test_a_generator_a_text_file_and_a_list_give_the_same_model(words, small_blo
 
 
 @pytest.mark.parametrize("make_model", [
-    lambda: SelfTrainingCRF(max_rounds=2, max_iterations=15),
+    lambda: fixed(SelfTrainingCRF(max_rounds=2, max_iterations=15)),
     lambda: NaturalGradientCRF(gamma=0.1, proportion_weight=1.0, max_iterations=3,
                                random_state=0),
-    lambda: GraphPRCRF(max_iterations=10, em_iterations=2, n_neighbors=5),
+    lambda: fixed(GraphPRCRF(max_iterations=10, em_iterations=2, n_neighbors=5)),
 ], ids=["self-training", "natural-gradient", "graph-pr"])
 def test_every_semi_supervised_estimator_takes_a_stream(make_model, words, small_blocks):
     X, y, unlabelled = words
@@ -119,12 +121,12 @@ def test_a_pipeline_featurises_a_text_file_given_as_x_unlabeled(words, small_blo
                     encoding="utf-8")
     params = {"gamma": 0.1, "proportion_weight": 1.0, "max_iterations": 20}
     features = WindowFeatures().fit(X)
-    direct = EntropyRegularizedCRF(**params).fit(features.transform(X), y,
+    direct = fixed(EntropyRegularizedCRF(**params)).fit(features.transform(X), y,
                                                  X_unlabeled=features.transform(unlabelled))
     with sklearn.config_context(enable_metadata_routing=True):
         pipeline = Pipeline(
             [("features", WindowFeatures()),
-             ("crf", EntropyRegularizedCRF(**params).set_fit_request(X_unlabeled=True))],
+             ("crf", fixed(EntropyRegularizedCRF(**params)).set_fit_request(X_unlabeled=True))],
             transform_input=["X_unlabeled"])
         for raw in (str(path), path):
             pipeline.fit(X, y, X_unlabeled=raw)
@@ -132,11 +134,11 @@ def test_a_pipeline_featurises_a_text_file_given_as_x_unlabeled(words, small_blo
                                           direct.state_weights_)
     # Given to the estimator itself, a path is refused with directions.
     with pytest.raises(TypeError, match=r"got PosixPath; .*WindowFeatures\(\)\.transform"):
-        EntropyRegularizedCRF().fit(features.transform(X), y, X_unlabeled=path)
+        fixed(EntropyRegularizedCRF()).fit(features.transform(X), y, X_unlabeled=path)
     with pytest.raises(TypeError, match=r"got str; .*transform_input=\['X_unlabeled'\]"):
-        SelfTrainingCRF().fit(features.transform(X), y, X_unlabeled=str(path))
+        fixed(SelfTrainingCRF()).fit(features.transform(X), y, X_unlabeled=str(path))
     with pytest.raises(TypeError, match=r"X_unlabeled must be .* got str; the estimators"):
-        GraphPRCRF().fit(features.transform(X), y, X_unlabeled=str(path))
+        fixed(GraphPRCRF()).fit(features.transform(X), y, X_unlabeled=str(path))
     with pytest.raises(FileNotFoundError, match="not a file"):
         features.transform(tmp_path / "missing.txt")
 
@@ -152,12 +154,13 @@ def test_feature_matrices_stream_too(words, small_blocks):
                 zip(featurised.offsets[:-1], featurised.offsets[1:])]
 
     params = {"gamma": 0.1, "max_iterations": 10}
-    listed = SemiSupervisedCRF(**params).fit(matrices(X), y, X_unlabeled=matrices(unlabelled))
-    generated = SemiSupervisedCRF(**params).fit(matrices(X), y,
+    listed = fixed(SemiSupervisedCRF(**params)).fit(matrices(X), y,
+                                                    X_unlabeled=matrices(unlabelled))
+    generated = fixed(SemiSupervisedCRF(**params)).fit(matrices(X), y,
                                                 X_unlabeled=iter(matrices(unlabelled)))
     np.testing.assert_array_equal(generated.state_weights_, listed.state_weights_)
     with pytest.raises(ValueError, match="X has .* attributes per token but X_unlabeled has"):
-        SemiSupervisedCRF(**params).fit(matrices(X), y,
+        fixed(SemiSupervisedCRF(**params)).fit(matrices(X), y,
                                         X_unlabeled=(m[:, :5] for m in matrices(unlabelled)))
 
 
@@ -176,8 +179,8 @@ class _Sentence(list):
 
 
 @pytest.mark.parametrize("model", [
-    EntropyRegularizedCRF(gamma=0.1, max_iterations=2),
-    SelfTrainingCRF(max_rounds=1, max_iterations=2),
+    fixed(EntropyRegularizedCRF(gamma=0.1, max_iterations=2)),
+    fixed(SelfTrainingCRF(max_rounds=1, max_iterations=2)),
     NaturalGradientCRF(gamma=0.1, max_iterations=1, random_state=0),
 ], ids=lambda model: type(model).__name__)
 def test_a_stream_is_held_one_block_at_a_time(model, words, small_blocks):
@@ -199,7 +202,7 @@ def test_a_bad_line_of_a_streamed_text_file_is_named(words, tmp_path):
     path.write_bytes(b"\n".join(lines) + b"\n")
     features = WindowFeatures().fit(X)
     with pytest.raises(ValueError, match=r"raw\.txt, line 4: byte b'\\xff' is not valid utf-8"):
-        EntropyRegularizedCRF(gamma=0.1).fit(features.transform(X), y,
+        fixed(EntropyRegularizedCRF(gamma=0.1)).fit(features.transform(X), y,
                                              X_unlabeled=features.transform(path))
     # Everything before the bad line was read lazily: the generator reached line 4 only.
     sentences = iter_text(path)
@@ -213,7 +216,7 @@ def test_a_stream_of_dicts_must_match_dict_input(words):
     X, y, unlabelled = words
     features = WindowFeatures().fit(X)
     with pytest.raises(TypeError, match="X_unlabeled must be an iterable of sequences"):
-        EntropyRegularizedCRF().fit(features.transform(X), y, X_unlabeled=42)
+        fixed(EntropyRegularizedCRF()).fit(features.transform(X), y, X_unlabeled=42)
     with pytest.raises(TypeError, match="the stream, sequence 0 is a str"):
-        EntropyRegularizedCRF().fit(features.transform(X), y,
+        fixed(EntropyRegularizedCRF()).fit(features.transform(X), y,
                                     X_unlabeled=iter(["not a tokenised sentence"]))

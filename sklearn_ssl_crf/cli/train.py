@@ -9,6 +9,7 @@ import time
 from sklearn.pipeline import Pipeline
 
 from ..crf import CRF
+from ..crf_cv import CRFCV
 from ..featurize import WindowFeatures
 from ..graph_pr import GraphPRCRF
 from ..model_files import save
@@ -18,7 +19,6 @@ from ..semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
 from ..word_clusters import WordClusters
 from ._inputs import FORMATS, UnlabelledFiles, check_readable, guess_format, read_labelled
 from ._scores import scores as dev_scores
-from ._scores import selection_score
 
 ESTIMATORS = {
     "crf": CRF,
@@ -28,24 +28,27 @@ ESTIMATORS = {
     "ngd": NaturalGradientCRF,
     "graph-pr": GraphPRCRF,
 }
-# The settings a user may give several values of, to be chosen on the dev file; and the
-# methods that use each (the others do not take it).
-GRID = {
+# The settings an estimator may choose for itself (given one value: kept; several: the
+# candidates; none: its 'auto' candidates), and the methods that take each.
+SELECTABLE = {
     "c1": ("crf", "entropy", "jiao", "self-training", "graph-pr"),
-    "c2": tuple(ESTIMATORS),
+    "c2": ("crf", "entropy", "jiao", "self-training", "graph-pr", "ngd"),
     "gamma": ("entropy", "jiao", "ngd"),
     "proportion_weight": ("entropy", "jiao", "ngd"),
     "lam": ("graph-pr",),
 }
 NEEDS_UNLABELLED = ("entropy", "jiao", "self-training", "graph-pr")
+# Methods that choose no setting of their own: every value must be given once.
+FIXED_ONLY = ("ngd",)
 
 
 def add_parser(subparsers):
     parser = subparsers.add_parser(
         "train", help="train a tagger on labelled (and unlabelled) files",
         description="Train any estimator of the package on a labelled file and, for the "
-        "semi-supervised methods, unlabelled files; choose settings on a dev file when "
-        "several values are given; write the model with --model.")
+        "semi-supervised methods, unlabelled files; write the model with --model. A setting "
+        "not given is chosen by the estimator (by cross-validation over the training "
+        "sentences, or on --dev); several values are its candidates.")
     data = parser.add_argument_group("data")
     data.add_argument("train", help="labelled training file (column file or CoNLL-U)")
     data.add_argument("--format", choices=("columns", "conllu"),
@@ -56,13 +59,14 @@ def add_parser(subparsers):
     data.add_argument("--token-columns", type=int, nargs="+", metavar="N",
                       help="columns of a column file that make a token (default: all but "
                       "the label; 0 for the words only, e.g. to match raw unlabelled text)")
-    data.add_argument("--unlabelled", nargs="+", default=[], metavar="FILE",
+    data.add_argument("--unlabelled", "--unlabeled", nargs="+", default=[], metavar="FILE",
                       help="unlabelled sentences (used by every method but crf)")
     data.add_argument("--unlabelled-format", choices=FORMATS, default="text",
                       help="format of the unlabelled files (default text: one sentence a "
                       "line, whitespace-tokenised)")
     data.add_argument("--dev", help="labelled dev file (format of the training file): "
-                      "reported, and used to choose among several setting values")
+                      "the settings are chosen on it instead of by cross-validation over the "
+                      "training sentences, and its scores are reported")
     data.add_argument("--encoding", default="utf-8", help="encoding of every input file")
 
     model = parser.add_argument_group("model")
@@ -73,16 +77,19 @@ def add_parser(subparsers):
                        "posterior regularisation (He et al. 2013). Default crf")
     model.add_argument("--order", type=int, choices=(1, 2), default=1,
                        help="Markov order of the label chain (default 1)")
-    model.add_argument("--c1", type=float, nargs="+", default=[0.0], help="L1 strength")
-    model.add_argument("--c2", type=float, nargs="+", default=[1.0],
-                       help="L2 strength (default 1, CRFsuite's; on small labelled sets "
-                       "about labelled sentences / 10,000 does better)")
-    model.add_argument("--gamma", type=float, nargs="+", default=[0.1],
-                       help="entropy weight (entropy, jiao, ngd; default 0.1)")
-    model.add_argument("--proportion-weight", type=float, nargs="+", default=[10.0],
-                       help="label-proportion weight (entropy, jiao, ngd; default 10)")
-    model.add_argument("--lam", type=float, nargs="+", default=[1.0],
-                       help="graph regularisation strength (graph-pr; default 1)")
+    model.add_argument("--c1", type=float, nargs="+", help="L1 strength (default: chosen "
+                       "among 0 and 0.1)")
+    model.add_argument("--c2", type=float, nargs="+",
+                       help="L2 strength (default: chosen among 1, 0.1, 0.01, 0.001)")
+    model.add_argument("--gamma", type=float, nargs="+",
+                       help="entropy weight (entropy, jiao, ngd; default: chosen)")
+    model.add_argument("--proportion-weight", type=float, nargs="+",
+                       help="label-proportion weight (entropy, jiao, ngd; default: chosen)")
+    model.add_argument("--lam", type=float, nargs="+",
+                       help="graph regularisation strength (graph-pr; default: chosen)")
+    model.add_argument("--cv", type=int, default=5,
+                       help="folds of the training sentences on which settings are chosen "
+                       "without --dev (default 5)")
     model.add_argument("--max-iterations", type=int,
                        help="L-BFGS iterations (NGD: epochs); default: until converged")
     model.add_argument("--max-rounds", type=int, default=10, help="self-training rounds")
@@ -121,8 +128,6 @@ def run(args):
     settings = _settings(args)
     if args.method in NEEDS_UNLABELLED and not args.unlabelled:
         raise ValueError(f"--method {args.method} needs --unlabelled files")
-    if len(settings) > 1 and not args.dev:
-        raise ValueError("several setting values need --dev to choose among them")
 
     file_format = guess_format(args.train, args.format)
     X, y = read_labelled(args.train, file_format, args.column, args.token_columns,
@@ -144,29 +149,26 @@ def run(args):
     features_dev = window.transform(X_dev) if args.dev else None
     progress(f"features in {time.perf_counter() - started:.1f} s")
 
-    best = None
-    for values in settings:
-        progress(f"training {args.method} with {_describe(values) or 'its defaults'}")
-        estimator = _estimator(args, values)
-        fit_started = time.perf_counter()
-        features_unlabelled = window.transform(iter(unlabelled)) if unlabelled else None
-        with contextlib.redirect_stdout(sys.stderr):
-            estimator.fit(features, y, **_fit_arguments(
-                args.method, features_unlabelled, features_dev, y_dev))
-        seconds = time.perf_counter() - fit_started
-        scores = ({f"dev {name}": value for name, value in dev_scores(
-            y_dev, estimator.predict(features_dev), estimator.classes_).items()}
-            if args.dev else {})
-        progress(f"trained in {seconds:.1f} s" + "".join(
-            f", {name} {value:.4f}" for name, value in scores.items()))
-        if best is None or _chosen_by(scores) > _chosen_by(best[2]):
-            best = (values, estimator, scores, seconds)
+    estimator = _estimator(args, settings)
+    progress(f"training {type(estimator).__name__}")
+    fit_started = time.perf_counter()
+    features_unlabelled = window.transform(iter(unlabelled)) if unlabelled else None
+    with contextlib.redirect_stdout(sys.stderr):
+        estimator.fit(features, y, **_fit_arguments(args.method, features_unlabelled,
+                                                    features_dev, y_dev))
+    seconds = time.perf_counter() - fit_started
+    scores = ({f"dev {name}": value for name, value in dev_scores(
+        y_dev, estimator.predict(features_dev), estimator.classes_).items()}
+        if args.dev else {})
+    progress(f"trained in {seconds:.1f} s" + "".join(
+        f", {name} {value:.4f}" for name, value in scores.items()))
+    chosen = getattr(estimator, "best_params_", None) or {
+        name: value for name, value in estimator.get_params().items() if name in settings}
 
-    values, estimator, scores, seconds = best
     model = Pipeline([("features", window), ("model", estimator)])
     info = {
         "method": args.method,
-        "settings": values,
+        "settings": chosen,
         "format": file_format,
         "label_column": args.column,
         "token_columns": token_columns,
@@ -177,15 +179,24 @@ def run(args):
     }
     if args.model:
         save(model, args.model, info=info)
-    _summary(args, estimator, values, scores, seconds, len(X), unlabelled.count or 0)
+    _summary(args, estimator, chosen, scores, seconds, len(X), unlabelled.count or 0)
     return 0
 
 
 def _settings(args):
-    """Every combination of the grid values the method uses, as dicts."""
-    names = [name for name, methods in GRID.items() if args.method in methods]
-    grids = [sorted(set(getattr(args, name))) for name in names]
-    return [dict(zip(names, values)) for values in itertools.product(*grids)]
+    """The selectable settings given on the command line: one value (kept as given) or
+    several (the candidates the estimator chooses among)."""
+    settings = {}
+    for name, methods in SELECTABLE.items():
+        values = getattr(args, name)
+        if values is None or args.method not in methods:
+            continue
+        values = sorted(set(values))
+        if len(values) > 1 and args.method in FIXED_ONLY:
+            raise ValueError(f"--method {args.method} does not choose its settings: give "
+                             f"one value of --{name.replace('_', '-')}")
+        settings[name] = values[0] if len(values) == 1 else values
+    return settings
 
 
 def _describe(values):
@@ -228,16 +239,23 @@ def _window_features(args):
                           word_vectors=args.word_vectors)
 
 
-def _estimator(args, values):
-    common = {"order": args.order, "max_iterations": args.max_iterations, **values}
-    if args.method != "ngd":
+def _estimator(args, settings):
+    """The estimator: ``crf`` is `CRFCV` unless c1 and c2 are both given one value."""
+    common = {"order": args.order, "max_iterations": args.max_iterations, **settings}
+    method = ESTIMATORS[args.method]
+    if args.method == "crf" and not all(isinstance(settings.get(name), float)
+                                        for name in ("c1", "c2")):
+        method = CRFCV
+    if method is not NaturalGradientCRF:
         common["n_jobs"] = args.n_jobs
+    if method is not CRF and method is not NaturalGradientCRF:
+        common.update(cv=args.cv, random_state=args.random_state)
     extra = {
         "self-training": {"max_rounds": args.max_rounds},
         "ngd": {"batch_size": args.batch_size, "random_state": args.random_state},
         "graph-pr": {"em_iterations": args.em_iterations},
     }.get(args.method, {})
-    return ESTIMATORS[args.method](verbose=not args.quiet, **common, **extra)
+    return method(verbose=not args.quiet, **common, **extra)
 
 
 def _fit_arguments(method, features_unlabelled, features_dev, y_dev):
@@ -245,11 +263,6 @@ def _fit_arguments(method, features_unlabelled, features_dev, y_dev):
     if method != "crf" and features_unlabelled is not None:
         arguments["X_unlabeled"] = features_unlabelled
     return arguments
-
-
-def _chosen_by(scores):
-    return selection_score({name.removeprefix("dev "): value for name, value in scores.items()}) \
-        if scores else 0.0
 
 
 def _summary(args, estimator, values, scores, seconds, n_labelled, n_unlabelled):

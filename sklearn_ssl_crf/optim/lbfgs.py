@@ -96,7 +96,8 @@ def minimize_lbfgs(
         Backtracking steps before giving up on an iteration.
     callback : callable, default=None
         ``callback(iteration, x) -> dict or None`` after every iteration; the dict is merged
-        into the iteration's log entry. Raising ``StopIteration`` ends the optimisation.
+        into the iteration's log entry. Raising ``StopIteration(reason)`` ends the
+        optimisation; ``StopIteration(reason, entry)`` also merges the dict ``entry``.
     verbose : bool, default=False
         Print one line per iteration.
 
@@ -160,7 +161,8 @@ def minimize_lbfgs(
             try:
                 entry.update(callback(entry["num"], x) or {})
             except StopIteration as stop:
-                reason = str(stop) or "stopped by callback"
+                reason, *details = stop.args or ("stopped by callback",)
+                entry.update(*details)
         log.append(entry)
         if verbose:
             print(_format_entry(entry, max_iterations), flush=True)

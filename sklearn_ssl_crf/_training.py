@@ -1,0 +1,452 @@
+"""The training path every estimator that chooses its own settings goes through.
+
+    validate -> supervised start -> semi-supervised phase -> selection -> refit
+
+An estimator contributes only what is its own: how it takes its data in (`_prepare`), the
+data of one fold (`_fold`) and its semi-supervised phase (`_semi_supervised_phase`: the
+iterations of its objective term or E-step). Everything else is written here once.
+
+Selection runs the path on held-out labelled data: the user's ``X_dev, y_dev``, or each fold
+of a k-fold split of the labelled sequences in turn. On every held-out set it
+
+1. fits the supervised start at each (c1, c2) candidate, from strong to weak priors, each fit
+   starting at the previous optimum, and keeps the pair with the best mean held-out score;
+2. from that start, runs the semi-supervised phase at each strength candidate, scoring the
+   held-out set after every iteration (iteration 0 is the supervised start), until
+   ``n_iter_no_change`` iterations pass without a better score;
+
+and takes the strength and number of iterations with the best mean score (ties go to fewer
+iterations, so the supervised start wins unless an iterate beats it). With folds, the model is
+then refitted on all labelled sequences with the chosen settings, running the chosen number
+of iterations; with a dev set, the chosen iterate itself is kept.
+"""
+
+import copy
+import time
+from dataclasses import dataclass, field
+from itertools import product
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.model_selection import KFold, check_cv
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._validation import check_labels
+from .crf import CRF
+from .metrics import check_scoring
+
+__all__ = ["SemiSupervisedPath", "Problem", "Fold", "Phase", "logging_callback",
+           "C1_CANDIDATES", "C2_CANDIDATES"]
+
+#: The candidates of ``c1='auto'`` and ``c2='auto'``: no L1 or a little, and L2 from
+#: CRFsuite's default (right for about 10,000 labelled sentences) down to 1/1000 of it.
+C1_CANDIDATES = (0.0, 0.1)
+C2_CANDIDATES = (1.0, 0.1, 0.01, 0.001)
+
+#: Parameter constraints of a setting that selection may choose.
+SELECTABLE = [Interval(Real, 0, None, closed="left"), StrOptions({"auto"}), list, tuple]
+
+
+@dataclass
+class Phase:
+    """What a semi-supervised phase returns: the last iterate (and the estimator's state
+    with it, such as graph-PR's q), its log, iterations run and why it stopped."""
+
+    theta: np.ndarray
+    log: list
+    n_iter: int
+    termination_condition: str
+    state: object = None
+
+
+@dataclass
+class Problem:
+    """The training data as an estimator's `_prepare` returns it: the labelled sequences
+    (a `SequenceMatrix`), their labels and label codes (one list or array per sequence),
+    and whatever the estimator keeps of its own (unlabelled chunks, a graph) in ``extra``."""
+
+    labelled: object
+    labels: list
+    codes: list
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_labelled(self):
+        return len(self.labels)
+
+
+@dataclass
+class Fold:
+    """The labelled part of one training run at fixed priors: the estimator's `_fold` fills
+    ``labelled`` (packed labelled sequences) and ``layout``, and anything of its own in
+    ``extra``."""
+
+    labelled: object
+    layout: object
+    c1: float = 0.0
+    c2: float = 1.0
+    extra: dict = field(default_factory=dict)
+
+
+class _Iterates:
+    """Scores the iterates of one run on a held-out set, keeps the best, and stops the run
+    (``StopIteration``) after ``patience`` iterations without a better score.
+
+    Called as ``on_iteration(iteration, theta, state=None) -> dict`` by the phases, for
+    iteration 0 (the start) first. Without a held-out set it keeps the last iterate.
+    """
+
+    def __init__(self, score, patience):
+        self.score, self.patience = score, patience
+        self.scores = []
+        self.best_iteration, self.best_theta, self.best_state = 0, None, None
+
+    def __call__(self, iteration, theta, state=None):
+        if self.score is None:
+            self.best_iteration, self.best_theta, self.best_state = iteration, theta, state
+            return {}
+        value = float(self.score(theta))
+        self.scores.append(value)
+        if self.best_theta is None or value > self.scores[self.best_iteration]:
+            self.best_iteration, self.best_theta, self.best_state = (
+                iteration, np.array(theta), state)
+        entry = {"validation_score": value}
+        if self.patience and iteration - self.best_iteration >= self.patience:
+            raise StopIteration(f"no better validation score in {self.patience} iterations",
+                                entry)
+        return entry
+
+
+class SemiSupervisedPath(CRF):
+    """Base class of the estimators that choose their settings on held-out labelled data
+    (not for direct use); see the module docstring for the path.
+
+    Subclasses list their strength parameters and the candidates of ``'auto'`` in
+    ``_strengths`` and implement `_prepare`, `_fold` and `_semi_supervised_phase`.
+    """
+
+    #: name -> candidates of 'auto', for each strength parameter of the unlabelled term.
+    _strengths = {}
+
+    _parameter_constraints = {
+        **CRF._parameter_constraints,
+        "c1": SELECTABLE,
+        "c2": SELECTABLE,
+        "cv": ["cv_object"],
+        "scoring": [None, str, callable],
+        "early_stopping": ["boolean"],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+    }
+
+    # -- the path ------------------------------------------------------------------------
+
+    def _fit_path(self, X, y, X_unlabeled=None, X_dev=None, y_dev=None):
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("give both X_dev and y_dev, or neither")
+        started = time.perf_counter()
+        penalties = self._penalty_candidates()
+        strengths = self._strength_candidates()
+        problem = self._prepare(X, y, X_unlabeled)
+        self._scorer = check_scoring(self.scoring, self.classes_)
+        n_labelled = problem.n_labelled
+        selects = len(penalties) > 1 or len(strengths) > 1 or (
+            self.early_stopping and self._max_phase_iterations() != 0)
+        if not selects:
+            # One run; a dev set is only scored.
+            (c1, c2), strength = penalties[0], strengths[0]
+            held = None if X_dev is None else self._held_out_dev(X_dev, y_dev)
+            run = self._run(problem, np.arange(n_labelled), c1, c2, strength,
+                            self._max_phase_iterations(), held, patience=None)
+            self.cv_results_ = None
+            self._finish_fit(problem, run, dict(c1=c1, c2=c2, **strength),
+                             run.result.n_iter, run.iterates.scores or None)
+            return self
+
+        if X_dev is not None:
+            held_sets = [(np.arange(n_labelled), self._held_out_dev(X_dev, y_dev))]
+        else:
+            held_sets = [(train, self._held_out_fold(problem, held))
+                         for train, held in self._splits(n_labelled)]
+        where = "the dev set" if X_dev is not None else f"{len(held_sets)} folds"
+        self._say(f"selection on {where}: {len(penalties)} prior(s), {len(strengths)} "
+                  "strength(s)")
+        c1, c2, penalty_scores = self._choose_penalties(problem, held_sets, penalties)
+        runs = self._strength_paths(problem, held_sets, c1, c2, strengths)
+        chosen, n_iterations, paths = self._choose_strength(runs)
+        settings = dict(c1=c1, c2=c2, **strengths[chosen])
+        self.cv_results_ = _results(penalties, penalty_scores, runs, strengths, paths, c1, c2)
+        self._say(f"chose {_describe(settings)}, {n_iterations} iteration(s), in "
+                  f"{time.perf_counter() - started:.1f} s")
+        if X_dev is not None:
+            kept = runs[chosen][0]
+            kept.result.theta = kept.iterates.best_theta
+            kept.result.state = kept.iterates.best_state
+            self._finish_fit(problem, kept, settings, kept.iterates.best_iteration,
+                             paths[chosen])
+            return self
+        refit = self._run(problem, np.arange(n_labelled), c1, c2, strengths[chosen],
+                          n_iterations, None)
+        self._finish_fit(problem, refit, settings, refit.result.n_iter, paths[chosen])
+        return self
+
+    def _run(self, problem, train, c1, c2, strength, max_iterations, held, fold=None,
+             supervised=None, patience="default"):
+        """Supervised start on the labelled sequences ``train`` (unless given, with its
+        fold), then the semi-supervised phase; ``held`` (a `_HeldOut`, or None) scores
+        every iterate. Returns a `_Run`."""
+        if fold is None:
+            fold = self._fold(problem, train)
+            fold.c1, fold.c2 = c1, c2
+        if supervised is None:
+            supervised = self._supervised_start(fold)
+        theta = supervised.x
+        iterates = _Iterates(None if held is None else held.scorer(self, fold.layout),
+                             self._patience() if patience == "default" else patience)
+        result = self._semi_supervised_phase(problem, fold, theta, strength, max_iterations,
+                                             iterates)
+        return _Run(fold, supervised, result, iterates)
+
+    def _labelled_problem(self, sequences, labelled, codes, y):
+        """A `Problem` of the sequences ``labelled`` of ``sequences`` (indices), whose
+        tokens' label codes are ``codes`` (concatenated) and labels ``y[i]``."""
+        chosen = sequences[labelled]
+        return Problem(chosen, [list(y[i]) for i in labelled],
+                       np.split(codes, np.cumsum(chosen.lengths)[:-1]))
+
+    def _fold(self, problem, train):
+        """The labelled sequences ``train`` (indices into the problem's) packed, and the
+        weight layout they give."""
+        labelled = self._chunked(problem.labelled[train],
+                                 np.concatenate([problem.codes[i] for i in train]))
+        return Fold(labelled, self._weight_layout(labelled))
+
+    def _supervised_start(self, fold, theta=None):
+        """The labelled likelihood's optimum at the fold's priors (L-BFGS, OWL-QN for L1)."""
+        start = np.zeros(fold.layout.size) if theta is None else theta
+        return self._minimize(self._supervised_objective(fold), start, c1=fold.c1)
+
+    def _supervised_objective(self, fold):
+        from .crf import _penalised_negative_log_likelihood
+
+        return _penalised_negative_log_likelihood(fold.labelled, fold.layout,
+                                                  self._l2(fold.layout, fold.c2))
+
+    # -- selection -----------------------------------------------------------------------
+
+    def _choose_penalties(self, problem, held_sets, penalties):
+        """The (c1, c2) whose supervised fits score best on average over the held-out sets;
+        returns them and every candidate's scores (one list per candidate)."""
+        scores = np.zeros((len(penalties), len(held_sets)))
+        if len(penalties) > 1:
+            for k, (train, held) in enumerate(held_sets):
+                theta, previous_c1 = None, None
+                for j, (c1, c2) in enumerate(penalties):
+                    fold = self._fold(problem, train)
+                    fold.c1, fold.c2 = c1, c2
+                    # From strong to weak L2 for each c1: each fit starts at the last one.
+                    start = theta if c1 == previous_c1 else None
+                    theta = self._supervised_start(fold, start).x
+                    previous_c1 = c1
+                    scores[j, k] = held.scorer(self, fold.layout)(theta)
+                self._say(f"  priors, held-out set {k + 1}: " + ", ".join(
+                    f"{c2:g}/{c1:g}: {s:.4f}" for (c1, c2), s in zip(penalties, scores[:, k])))
+        best = _first_best(scores.mean(axis=1))
+        return (*penalties[best], scores)
+
+    def _strength_paths(self, problem, held_sets, c1, c2, strengths):
+        """For each strength candidate, the run on each held-out set (scores per
+        iteration in ``iterates.scores``)."""
+        runs = [[] for _ in strengths]
+        for k, (train, held) in enumerate(held_sets):
+            fold = self._fold(problem, train)
+            fold.c1, fold.c2 = c1, c2
+            start = self._supervised_start(fold)
+            for j, strength in enumerate(strengths):
+                run = self._run(problem, train, c1, c2, strength,
+                                self._max_phase_iterations(), held, fold, start)
+                runs[j].append(run)
+                scores = run.iterates.scores
+                self._say(f"  {_describe(strength) or 'no unlabelled term'}, held-out set "
+                          f"{k + 1}: {scores[0]:.4f} at the start, best "
+                          f"{max(scores):.4f} at iteration {run.iterates.best_iteration} "
+                          f"of {len(scores) - 1}")
+        return runs
+
+    def _choose_strength(self, runs):
+        """The strength and number of iterations with the best mean held-out score; a run
+        that stopped early keeps its last score for the later iterations. Ties go to the
+        earlier candidate and to fewer iterations."""
+        paths = []
+        for strength_runs in runs:
+            length = max(len(run.iterates.scores) for run in strength_runs)
+            paths.append(np.mean([_padded(run.iterates.scores, length)
+                                  for run in strength_runs], axis=0))
+        best_scores = [path.max() for path in paths]
+        chosen = _first_best(np.array(best_scores))
+        return chosen, int(np.argmax(paths[chosen])), [path.tolist() for path in paths]
+
+    def _splits(self, n_labelled):
+        cv = self.cv
+        if isinstance(cv, Integral):
+            if cv < 2:
+                raise ValueError(f"cv must be at least 2 folds, got {cv}")
+            if cv > n_labelled:
+                raise ValueError(f"cv={cv} folds need at least {cv} labelled sequences, but "
+                                 f"there are {n_labelled}: lower cv, or give X_dev, y_dev")
+            cv = KFold(cv, shuffle=True, random_state=self.random_state)
+        splits = list(check_cv(cv).split(np.zeros((n_labelled, 1))))
+        for train, held in splits:
+            if len(train) == 0 or len(held) == 0:
+                raise ValueError("every cv split needs labelled sequences on both sides")
+        return splits
+
+    def _held_out_fold(self, problem, held):
+        return _HeldOut(problem.labelled[held], [problem.labels[i] for i in held],
+                        self._scorer)
+
+    def _held_out_dev(self, X_dev, y_dev):
+        sequences = self._features(X_dev)
+        labelled = check_labels(y_dev, sequences.lengths, name="y_dev")
+        if labelled.size == 0:
+            raise ValueError("y_dev has no labelled sequence")
+        gold = [list(y_dev[i]) for i in labelled]
+        unseen = {label for labels in gold for label in labels} - set(self.classes_)
+        if unseen:
+            raise ValueError(f"y_dev has labels not in the training data: "
+                             f"{sorted(map(str, unseen))[:5]}; a model can never predict "
+                             "them")
+        return _HeldOut(sequences[labelled], gold, self._scorer)
+
+    # -- settings ------------------------------------------------------------------------
+
+    def _penalty_candidates(self):
+        """(c1, c2) pairs, for each c1 from strong to weak c2."""
+        return [(c1, c2) for c1 in _candidates("c1", self.c1, C1_CANDIDATES)
+                for c2 in sorted(_candidates("c2", self.c2, C2_CANDIDATES), reverse=True)]
+
+    def _strength_candidates(self):
+        """Every combination of the strength parameters' candidates, as dicts."""
+        names = list(self._strengths)
+        values = [_candidates(name, getattr(self, name), self._strengths[name])
+                  for name in names]
+        return [dict(zip(names, combination)) for combination in product(*values)]
+
+    def _patience(self):
+        return self.n_iter_no_change if self.early_stopping else None
+
+    def _max_phase_iterations(self):
+        """The cap on the semi-supervised phase's iterations (None: none)."""
+        raise NotImplementedError
+
+    # -- fitted attributes ---------------------------------------------------------------
+
+    def _finish_fit(self, problem, run, settings, best_iteration, validation_scores):
+        result, fold = run.result, run.fold
+        self.best_params_ = settings
+        self.best_iteration_ = best_iteration
+        self.validation_scores_ = validation_scores
+        self.training_log_ = ([dict(entry, phase="supervised") for entry in run.supervised.log]
+                              + result.log)
+        self.n_iter_ = result.n_iter
+        self.termination_condition_ = result.termination_condition
+        self._set_weight_blocks(fold.layout.blocks(result.theta))
+        self._finish(problem, fold, result)
+
+    def _finish(self, problem, fold, result):
+        """Set the estimator's own fitted attributes from the kept iterate."""
+
+    def _say(self, message):
+        if self.verbose:
+            print(message, flush=True)
+
+
+@dataclass
+class _Run:
+    fold: Fold
+    supervised: object
+    result: Phase
+    iterates: _Iterates
+
+
+class _HeldOut:
+    """Held-out labelled sequences and the scorer that rates a weight vector on them."""
+
+    def __init__(self, sequences, gold, scorer):
+        self.sequences, self.gold, self.scorer_ = sequences, gold, scorer
+
+    def scorer(self, estimator, layout):
+        """``theta -> score`` of the estimator with these weights on the held-out set."""
+        view = copy.copy(estimator)
+
+        def score(theta):
+            view._set_weight_blocks(layout.blocks(theta))
+            return self.scorer_(view, self.sequences, self.gold)
+
+        return score
+
+
+def logging_callback(on_iteration, parts):
+    """An L-BFGS callback that logs the dict ``parts`` (filled by the objective) with what
+    ``on_iteration`` returns, and passes its ``StopIteration`` on with both."""
+
+    def callback(iteration, theta):
+        try:
+            return dict(parts, **on_iteration(iteration, theta))
+        except StopIteration as stop:
+            reason, *details = stop.args
+            raise StopIteration(reason, dict(parts, **(details[0] if details else {})))
+
+    return callback
+
+
+def _candidates(name, value, auto):
+    """The values a selectable setting may take: the 'auto' candidates, a given list, or
+    one fixed value."""
+    if isinstance(value, str):
+        return tuple(auto)
+    if isinstance(value, (list, tuple)):
+        if not value or not all(isinstance(v, Real) and np.isfinite(v) and v >= 0
+                                for v in value):
+            raise ValueError(f"{name} must be a non-negative number, 'auto', or a non-empty "
+                             f"list of non-negative numbers to choose from; got {value!r}")
+        return tuple(float(v) for v in value)
+    return (value,)
+
+
+def _first_best(values):
+    """Index of the largest value, the first one on ties."""
+    return int(np.flatnonzero(values == values.max())[0])
+
+
+def _padded(scores, length):
+    return scores + [scores[-1]] * (length - len(scores))
+
+
+def _describe(settings):
+    return ", ".join(f"{name}={value:g}" for name, value in settings.items())
+
+
+def _results(penalties, penalty_scores, runs, strengths, paths, c1, c2):
+    """`cv_results_`, in `GridSearchCV`'s form: one row per (c1, c2) candidate when there
+    were several (supervised, iteration 0), then one per strength candidate at the chosen
+    priors and its best mean number of iterations (``n_iter``)."""
+    params, split_scores = [], []
+    if len(penalties) > 1:
+        for (p1, p2), scores in zip(penalties, penalty_scores):
+            params.append({"c1": p1, "c2": p2, "n_iter": 0})
+            split_scores.append(scores)
+    for strength, strength_runs, path in zip(strengths, runs, paths):
+        n_iter = int(np.argmax(path))
+        params.append({"c1": c1, "c2": c2, **strength, "n_iter": n_iter})
+        split_scores.append([_padded(run.iterates.scores, n_iter + 1)[n_iter]
+                             for run in strength_runs])
+    split_scores = np.array(split_scores)
+    mean = split_scores.mean(axis=1)
+    results = {"params": params, "mean_test_score": mean,
+               "std_test_score": split_scores.std(axis=1),
+               "rank_test_score": 1 + np.argsort(np.argsort(-mean, kind="stable"),
+                                                 kind="stable")}
+    for k in range(split_scores.shape[1]):
+        results[f"split{k}_test_score"] = split_scores[:, k]
+    return results

@@ -1,0 +1,132 @@
+"""`CRFCV`: the supervised CRF with its priors chosen by cross-validation."""
+
+from sklearn.base import _fit_context
+
+from ._training import Phase, SemiSupervisedPath
+
+__all__ = ["CRFCV"]
+
+
+class CRFCV(SemiSupervisedPath):
+    """Supervised linear-chain CRF whose L1 and L2 strengths are chosen on held-out data.
+
+    The supervised start of the semi-supervised estimators on its own: `CRF` fitted at every
+    (``c1``, ``c2``) candidate on each fold of the labelled sequences (or on all of them,
+    scored on ``X_dev, y_dev``), the pair with the best mean held-out score refitted on all
+    labelled sequences. It is the tuned baseline the semi-supervised estimators are
+    compared with, in one line; `CRF` keeps sklearn-crfsuite's defaults.
+
+    Parameters
+    ----------
+    c1 : float, list of float or 'auto', default='auto'
+        L1 strength; 'auto': chosen among 0 and 0.1; a list: chosen among its values.
+    c2 : float, list of float or 'auto', default='auto'
+        L2 strength; 'auto': chosen among 1, 0.1, 0.01 and 0.001.
+    cv, scoring, random_state
+        As in `EntropyRegularizedCRF`.
+    algorithm, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
+delta, min_freq, all_possible_states, all_possible_transitions, verbose, n_jobs
+        As in `CRF`.
+
+    Attributes
+    ----------
+    best_params_ : dict
+        The chosen ``c1`` and ``c2``.
+    cv_results_ : dict or None
+        Every candidate's held-out scores, as in `EntropyRegularizedCRF`.
+    classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
+trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
+training_log_, termination_condition_, vectorizer_
+        As in `CRF` (``training_log_`` of the final fit).
+
+    See Also
+    --------
+    CRF : fixed priors, sklearn-crfsuite's defaults.
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf import CRFCV
+    >>> from sklearn_ssl_crf.datasets import make_sequences
+    >>> X, y = make_sequences(60, features="dict", random_state=0)
+    >>> model = CRFCV(c1=0.0, c2=[0.01, 1.0], cv=3, random_state=0).fit(X, y)
+    >>> sorted(model.best_params_)
+    ['c1', 'c2']
+    """
+
+    _parameter_constraints = {
+        key: value for key, value in SemiSupervisedPath._parameter_constraints.items()
+        if key not in ("early_stopping", "n_iter_no_change")
+    }
+
+    def __init__(
+        self,
+        c1="auto",
+        c2="auto",
+        cv=5,
+        scoring=None,
+        random_state=None,
+        algorithm="lbfgs",
+        order=1,
+        c2_transitions=None,
+        max_iterations=None,
+        num_memories=6,
+        epsilon=1e-5,
+        period=10,
+        delta=1e-5,
+        min_freq=0,
+        all_possible_states=True,
+        all_possible_transitions=True,
+        verbose=False,
+        n_jobs=None,
+    ):
+        super().__init__(
+            algorithm=algorithm, c1=c1, c2=c2, order=order, c2_transitions=c2_transitions,
+            max_iterations=max_iterations,
+            num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
+            min_freq=min_freq, all_possible_states=all_possible_states,
+            all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
+        )
+        self.cv = cv
+        self.scoring = scoring
+        self.random_state = random_state
+
+    # No semi-supervised phase: nothing to stop early.
+    early_stopping = False
+    n_iter_no_change = None
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, X_dev=None, y_dev=None):
+        """Choose c1 and c2, and train on all labelled sequences with them.
+
+        Parameters
+        ----------
+        X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
+        y : list of label sequences (None: an unlabelled sequence, skipped)
+        X_dev, y_dev : optional
+            A development set on which c1 and c2 are chosen instead of by
+            cross-validation.
+
+        Returns
+        -------
+        self : CRFCV
+        """
+        return self._fit_path(X, y, None, X_dev, y_dev)
+
+    def _max_phase_iterations(self):
+        return 0
+
+    def _prepare(self, X, y, X_unlabeled):
+        sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        return self._labelled_problem(sequences, labelled, codes, y)
+
+    def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
+                               on_iteration):
+        return Phase(theta, [], 0, "supervised", on_iteration(0, theta))
+
+    def _finish_fit(self, problem, run, settings, best_iteration, validation_scores):
+        super()._finish_fit(problem, run, settings, best_iteration, validation_scores)
+        # A supervised model: its log, iterations and stop are the final L-BFGS run's.
+        self.training_log_ = run.supervised.log
+        self.n_iter_ = run.supervised.n_iter
+        self.termination_condition_ = run.supervised.termination_condition
+        del self.best_iteration_, self.validation_scores_
