@@ -175,7 +175,9 @@ class SemiSupervisedPath(CRF):
         runs = self._strength_paths(problem, held_sets, c1, c2, strengths)
         chosen, n_iterations, paths = self._choose_strength(runs)
         settings = dict(c1=c1, c2=c2, **strengths[chosen])
-        self.cv_results_ = _results(penalties, penalty_scores, runs, strengths, paths, c1, c2)
+        self.cv_results_ = _results(penalties, penalty_scores,
+                                    runs if self._max_phase_iterations() != 0 else [],
+                                    strengths, paths, c1, c2)
         self._say(f"chose {_describe(settings)}, {n_iterations} iteration(s), in "
                   f"{time.perf_counter() - started:.1f} s")
         if X_dev is not None:
@@ -430,7 +432,8 @@ def _describe(settings):
 def _results(penalties, penalty_scores, runs, strengths, paths, c1, c2):
     """`cv_results_`, in `GridSearchCV`'s form: one row per (c1, c2) candidate when there
     were several (supervised, iteration 0), then one per strength candidate at the chosen
-    priors and its best mean number of iterations (``n_iter``)."""
+    priors and its best mean number of iterations (``n_iter``), unless ``runs`` is empty
+    (an estimator without a semi-supervised phase)."""
     params, split_scores = [], []
     if len(penalties) > 1:
         for (p1, p2), scores in zip(penalties, penalty_scores):

@@ -1,0 +1,203 @@
+"""The shared training path: selection on a dev set or by cross-validation, its special
+cases and its errors, for every estimator that chooses its settings."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, KFold
+
+from sklearn_ssl_crf import (
+    CRFCV,
+    EntropyRegularizedCRF,
+    GraphPRCRF,
+    SelfTrainingCRF,
+    SimilarityGraph,
+)
+from sklearn_ssl_crf.datasets import make_sequences
+from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
+
+
+def without_spans(y):
+    """The labels renamed so that they carry no span prefix (as part-of-speech tags)."""
+    return [None if labels is None else [label.replace("-", "") for label in labels]
+            for labels in y]
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    X, y = make_sequences(300, features="dict", random_state=0)
+    return X, y
+
+
+def answer_graph(X, y):
+    """One vertex per (word, gold label): the graph knows the answer, the CRF does not."""
+    keys = [(token["word"], label) for sequence, labels in zip(X, y)
+            for token, label in zip(sequence, labels)]
+    vertex_of = {key: k for k, key in enumerate(dict.fromkeys(keys))}
+    vertices = np.array([vertex_of[key] for key in keys])
+    n = len(vertex_of)
+    by_label = {}
+    for (word, label), k in vertex_of.items():
+        by_label.setdefault(label, []).append(k)
+    rows, cols = [], []
+    for members in by_label.values():
+        for a, b in zip(members[:-1], members[1:]):
+            rows += [a, b]
+            cols += [b, a]
+    import scipy.sparse as sp
+
+    weights = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+    return SimilarityGraph(weights, vertices)
+
+
+def test_labels_without_spans_keep_a_better_semi_supervised_iterate(synthetic):
+    # The defect this path fixes: selecting by span F1 on labels without spans scores 0
+    # everywhere and always kept the supervised start.
+    X, y = synthetic
+    X, y = X[:150], without_spans(y[:150])
+    graph = answer_graph(X, y)
+    y_partial = y[:10] + [None] * 140
+    model = GraphPRCRF(graph=graph, lam=5.0, c1=0.0, c2=1.0, em_iterations=4,
+                       n_iter_no_change=None).fit(X, y_partial, X_dev=X[100:],
+                                                  y_dev=y[100:])
+    scores = model.validation_scores_
+    assert len(scores) == 5 and model.best_iteration_ > 0
+    assert max(scores) > scores[0] + 0.02
+    # Token accuracy, the score for labels without spans.
+    assert model.score(X[100:], y[100:]) == pytest.approx(max(scores))
+
+
+@pytest.mark.parametrize("estimator", [
+    EntropyRegularizedCRF(gamma=[0.0, 1.0], proportion_weight=[0.0, 5.0], max_iterations=25),
+    SelfTrainingCRF(max_rounds=3),
+    GraphPRCRF(graph="knn", n_neighbors=5, lam=[0.3, 3.0], em_iterations=3,
+               mstep_iterations=10),
+], ids=["entropy", "self-training", "graph-pr"])
+@pytest.mark.parametrize("spans", [True, False])
+def test_dev_selection_is_never_worse_than_the_supervised_start(synthetic, estimator, spans):
+    X, y = synthetic
+    if not spans:
+        y = without_spans(y)
+    model = clone(estimator).fit(X[:20], y[:20], X_unlabeled=X[100:220], X_dev=X[20:100],
+                                 y_dev=y[20:100])
+    predicted = model.predict(X[20:100])
+    score = (span_f1_score if spans else flat_accuracy_score)(y[20:100], predicted)
+    assert score == pytest.approx(max(model.validation_scores_))
+    assert score >= model.validation_scores_[0]
+    # Iteration 0 is the supervised start at the chosen priors, whatever the strength: the
+    # model with no unlabelled term on the same input (so the same attributes).
+    start = EntropyRegularizedCRF(gamma=0.0, proportion_weight=0.0, early_stopping=False,
+                                  c1=model.best_params_["c1"], c2=model.best_params_["c2"],
+                                  max_iterations=model.max_iterations)
+    start.fit(X[:20], y[:20], X_unlabeled=X[100:220], X_dev=X[20:100], y_dev=y[20:100])
+    assert model.validation_scores_[0] == pytest.approx(start.validation_scores_[0])
+
+
+def test_no_unlabelled_term_selects_as_crfcv(synthetic):
+    """With both strengths 0 the path is CRFCV's: the same folds, the same priors, the same
+    weights (iteration 0 is the only iterate)."""
+    X, y = synthetic
+    params = {"cv": 3, "random_state": 1, "c2": [1.0, 0.1, 0.01], "c1": [0.0, 0.1]}
+    crf = CRFCV(**params).fit(X[:40], y[:40])
+    model = EntropyRegularizedCRF(gamma=0.0, proportion_weight=0.0, **params).fit(
+        X[:40], y[:40], X_unlabeled=X[40:120])
+    assert model.best_params_ == dict(crf.best_params_, gamma=0.0, proportion_weight=0.0)
+    assert model.best_iteration_ == model.n_iter_ == 0
+    shared = crf.num_attributes_
+    np.testing.assert_allclose(model.state_weights_[:shared], crf.state_weights_, atol=1e-9)
+    np.testing.assert_array_equal(crf.cv_results_["mean_test_score"],
+                                  model.cv_results_["mean_test_score"][:-1])
+
+
+def test_crfcv_scores_match_a_grid_search_over_crf(synthetic):
+    X, y = synthetic
+    folds = list(KFold(3, shuffle=True, random_state=0).split(np.zeros((45, 1))))
+    model = CRFCV(c1=0.0, c2=[1.0, 0.01], cv=folds).fit(X[:45], y[:45])
+    from sklearn_ssl_crf import CRF
+    from sklearn_ssl_crf.metrics import span_f1_scorer
+
+    search = GridSearchCV(CRF(c1=0.0), {"c2": [1.0, 0.01]}, cv=folds,
+                          scoring=span_f1_scorer).fit(X[:45], y[:45])
+    # Warm starts along the c2 path end at the same optima, up to L-BFGS's tolerance.
+    np.testing.assert_allclose(model.cv_results_["mean_test_score"],
+                               search.cv_results_["mean_test_score"], atol=0.02)
+    assert model.best_params_["c2"] == search.best_params_["c2"]
+
+
+@pytest.mark.parametrize("estimator", [
+    EntropyRegularizedCRF(gamma=[0.0, 0.5], max_iterations=15, cv=3),
+    GraphPRCRF(graph="knn", n_neighbors=5, em_iterations=2, mstep_iterations=10, cv=3),
+], ids=["entropy", "graph-pr"])
+def test_same_model_for_any_n_jobs_and_the_same_random_state(synthetic, estimator,
+                                                             monkeypatch):
+    from sklearn_ssl_crf import packing
+
+    monkeypatch.setattr(packing, "CHUNK_TOKENS", 300)  # several chunks
+    X, y = synthetic
+    y_partial = y[:24] + [None] * 96
+    fits = [clone(estimator).set_params(n_jobs=n_jobs, random_state=seed).fit(
+        X[:120], y_partial) for n_jobs, seed in ((1, 3), (2, 3), (1, 3), (1, 4))]
+    for other in fits[1:3]:
+        np.testing.assert_array_equal(fits[0].state_weights_, other.state_weights_)
+        assert fits[0].best_params_ == other.best_params_
+        assert fits[0].validation_scores_ == other.validation_scores_
+    # Another seed draws other folds.
+    assert fits[3].cv_results_["split0_test_score"].tolist() != \
+        fits[0].cv_results_["split0_test_score"].tolist()
+
+
+def test_grid_search_over_fixed_settings_keeps_them(synthetic):
+    X, y = synthetic
+    search = GridSearchCV(
+        EntropyRegularizedCRF(c1=0.0, c2=0.1, proportion_weight=0.0, early_stopping=False,
+                              max_iterations=10),
+        {"gamma": [0.0, 0.3]}, cv=KFold(2, shuffle=True, random_state=0))
+    search.fit(X[:30] + X[30:90], y[:30] + [None] * 60)
+    assert set(search.cv_results_["param_gamma"]) == {0.0, 0.3}
+    best = search.best_estimator_
+    assert best.best_params_ == {"c1": 0.0, "c2": 0.1, "gamma": best.gamma,
+                                 "proportion_weight": 0.0}
+    assert best.cv_results_ is None and best.validation_scores_ is None
+
+
+def test_cv_results_and_refit(synthetic):
+    X, y = synthetic
+    model = EntropyRegularizedCRF(gamma=[0.0, 0.3], proportion_weight=0.0, c1=0.0,
+                                  c2=[1.0, 0.1], cv=3, random_state=0,
+                                  max_iterations=20).fit(X[:30], y[:30],
+                                                         X_unlabeled=X[30:120])
+    results = model.cv_results_
+    assert [row.get("gamma") for row in results["params"]] == [None, None, 0.0, 0.3]
+    assert results["rank_test_score"].min() == 1 and len(results["split2_test_score"]) == 4
+    chosen = results["params"][int(np.argmin(results["rank_test_score"][2:])) + 2]
+    assert model.best_params_["gamma"] == chosen["gamma"]
+    # The refit runs the chosen number of iterations (fewer only if it converged).
+    assert model.n_iter_ <= chosen["n_iter"] and model.best_iteration_ == model.n_iter_
+    assert len(model.validation_scores_) >= chosen["n_iter"] + 1
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda X, y: (EntropyRegularizedCRF(max_iterations=3),
+                   dict(X_dev=X[30:40], y_dev=[["NEW"] * len(s) for s in X[30:40]])),
+     "y_dev has labels not in the training data"),
+    (lambda X, y: (EntropyRegularizedCRF(cv=50), {}), "cv=50 folds need at least 50"),
+    (lambda X, y: (CRFCV(cv=31), {}), "cv=31 folds need at least 31 labelled"),
+    (lambda X, y: (SelfTrainingCRF(scoring="span_f1", max_rounds=1),
+                   {"y": without_spans(y[:30])}), "needs span labels"),
+    (lambda X, y: (GraphPRCRF(graph="knn", scoring="f1"), {}), "scoring must be None"),
+    (lambda X, y: (EntropyRegularizedCRF(c2=[]), {}), "non-empty list"),
+    (lambda X, y: (EntropyRegularizedCRF(gamma=[0.1, -1.0]), {}), "non-negative"),
+    (lambda X, y: (EntropyRegularizedCRF(), {"X_dev": X[30:40]}), "give both X_dev"),
+])
+def test_clear_errors(synthetic, setup, message):
+    X, y = synthetic
+    estimator, arguments = setup(X, y)
+    labels = arguments.pop("y", y[:30])
+    with pytest.raises(ValueError, match=message):
+        estimator.fit(X[:30], labels, **arguments)
+
+
+def test_unlabelled_data_and_dev_set_are_keyword_only(synthetic):
+    X, y = synthetic
+    with pytest.raises(TypeError, match="positional"):
+        EntropyRegularizedCRF().fit(X[:10], y[:10], X[10:20])
