@@ -11,7 +11,7 @@ from .model_files import load, save
 from .natural_gradient import NaturalGradientCRF
 from .self_training import SelfTrainingCRF
 from .semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
-from .sequences import SequenceMatrix
+from .sequences import SequenceMatrix, UnlabeledSequences
 from .word_clusters import WordClusters
 
 __version__ = "0.1.0.dev0"
@@ -30,6 +30,7 @@ __all__ = [
     "WindowRows",
     "WordClusters",
     "SequenceMatrix",
+    "UnlabeledSequences",
     "SimilarityGraph",
     "inference",
     "metrics",

@@ -1,16 +1,19 @@
 """Checks and conversions of user input shared by all estimators."""
 
 import os
+import warnings
+import weakref
 from itertools import chain
 
 import numpy as np
 import scipy.sparse as sp
 
-from .sequences import SequenceMatrix
+from .sequences import SequenceMatrix, UnlabeledSequences
 
 __all__ = [
     "as_sequence_list",
     "concatenate_inputs",
+    "unlabelled_input",
     "not_sequences_error",
     "stack_sequences",
     "sequence_lengths",
@@ -44,13 +47,50 @@ def not_sequences_error(X, name, expected):
     return TypeError(message)
 
 
+#: One-shot iterators already read by a fit: given again, they would be silently empty.
+_READ_ITERATORS = weakref.WeakSet()
+
+
+def unlabelled_input(X_unlabeled, X):
+    """``X_unlabeled`` as the estimators read it: an `UnlabeledSequences` unwrapped, and
+    checked against two ways of silently training on less than was meant.
+
+    - A one-shot iterator (a generator) that an earlier fit read is empty now: a
+      ``ValueError`` says so (several fits, as a search makes, need a list or a path).
+    - A list or `SequenceMatrix` with as many sequences as X: scikit-learn's model
+      selection splits such a fit parameter like X; a warning says how to keep it whole.
+    """
+    if isinstance(X_unlabeled, UnlabeledSequences):
+        return X_unlabeled.sequences
+    if isinstance(X_unlabeled, (str, bytes, dict)) or not hasattr(X_unlabeled, "__iter__"):
+        return X_unlabeled  # not sequences: the caller says what it expected
+    if iter(X_unlabeled) is X_unlabeled:
+        try:
+            if X_unlabeled in _READ_ITERATORS:
+                raise ValueError(
+                    "X_unlabeled is an iterator that an earlier fit has already read to its "
+                    "end; to fit again (as GridSearchCV and cross-validation do) pass a list, "
+                    "WindowFeatures().transform(path), or UnlabeledSequences(...)")
+            _READ_ITERATORS.add(X_unlabeled)
+        except TypeError:  # no weak references to this kind of iterator
+            pass
+    elif (hasattr(X_unlabeled, "__len__") and hasattr(X, "__len__")
+          and len(X_unlabeled) == len(X)):
+        warnings.warn(
+            f"X_unlabeled has as many sequences as X ({len(X)}): GridSearchCV and "
+            "cross_validate split such a fit parameter like X, so each fit would see only "
+            "a fold's share of it; pass X_unlabeled=UnlabeledSequences(X_unlabeled) to keep "
+            "it whole", UserWarning, stacklevel=4)
+    return X_unlabeled
+
+
 def concatenate_inputs(X, y, X_unlabeled):
     """``X`` and ``y`` with the sequences of ``X_unlabeled`` appended as unlabelled
     (``y[i] = None``), in the same kind of container."""
     if X_unlabeled is None:
         return X, y
     X = as_sequence_list(X)
-    X_unlabeled = as_sequence_list(X_unlabeled, name="X_unlabeled")
+    X_unlabeled = as_sequence_list(unlabelled_input(X_unlabeled, X), name="X_unlabeled")
     if isinstance(y, (str, bytes, dict)) or not hasattr(y, "__len__"):
         raise TypeError(f"y must be a list of label sequences, got {type(y).__name__}")
     y = list(y) + [None] * len(X_unlabeled)

@@ -17,6 +17,7 @@ from ._validation import (
     not_sequences_error,
     select_sequences,
     sequence_lengths,
+    unlabelled_input,
 )
 from .decoding import decode, posterior_marginals
 from .featurize import SequenceVectorizer
@@ -49,6 +50,7 @@ def featurise_training_input(X, min_freq=0, stream=()):
     X = as_sequence_list(X)
     if len(X) == 0:
         raise ValueError("X is empty: fit needs at least one labelled sequence")
+    stream = unlabelled_input(stream, X)
     if isinstance(stream, (str, bytes, dict)) or not hasattr(stream, "__iter__"):
         raise not_sequences_error(stream, "X_unlabeled", "an iterable of sequences")
     if isinstance(stream, SequenceMatrix):

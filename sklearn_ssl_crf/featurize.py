@@ -483,13 +483,38 @@ def _text_file_or_corpus(X):
         if not os.path.isfile(X):
             raise FileNotFoundError(f"X is a path, read as a text file of sentences, but "
                                     f"{os.fspath(X)!r} is not a file")
-        return iter_text(X)
+        return _TextFile(X)
     if isinstance(X, str):
         raise TypeError(
             "X must be a list of sequences of tokens, got str (and no file of that name): "
             "split text into sequences of tokens first, or give the path of a text file"
         )
     return X
+
+
+class _TextFile:
+    """A text file of sentences, read lazily by `datasets.iter_text` at every iteration."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __iter__(self):
+        return iter_text(self.path)
+
+
+class _TextFileFeatures:
+    """The feature dicts of a text file's sentences (`WindowFeatures.transform` of a path),
+    built as the file is read, anew at every iteration: every fit of a search reads the
+    whole file. It has no length, so scikit-learn's model selection passes it on whole."""
+
+    def __init__(self, featurizer, text_file, settings):
+        self.featurizer, self.text_file, self.settings = featurizer, text_file, settings
+
+    def __iter__(self):
+        return self.featurizer._features(iter(self.text_file), *self.settings)
+
+    def __repr__(self):
+        return f"<feature dicts of the sentences of {os.fspath(self.text_file.path)!r}>"
 
 
 def _check_corpus(X):
@@ -830,15 +855,20 @@ class WindowFeatures(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         -------
         features : list of list of dict, or an iterator of them
             One dict per token, in the input's order. When X is an iterator (a generator,
-            say) or a path, an iterator that builds each sequence's dicts as it is read,
-            for streaming unlabelled text into ``fit(..., X_unlabeled=...)``; in a
+            say), an iterator that builds each sequence's dicts as it is read, for
+            streaming unlabelled text into ``fit(..., X_unlabeled=...)``. When X is a path,
+            an iterable that does so anew at every iteration (so that each fit of a search
+            reads the whole file), without a length; in a
             `~sklearn.pipeline.Pipeline` with ``transform_input=["X_unlabeled"]`` the path
             can be given as the pipeline's ``X_unlabeled``.
         """
-        window, suffixes, prefixes, column_prefixes = self._check_params()
+        settings = self._check_params()
         X = _text_file_or_corpus(X)
+        if isinstance(X, _TextFile):
+            self._fitted_clusters()  # an unfitted model fails now, not when read
+            return _TextFileFeatures(self, X, settings)
         _check_corpus(X)
-        sequences = self._features(X, window, suffixes, prefixes, column_prefixes)
+        sequences = self._features(X, *settings)
         return sequences if iter(X) is X else list(sequences)
 
     def _features(self, X, window, suffixes, prefixes, column_prefixes):

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["SequenceMatrix"]
+__all__ = ["SequenceMatrix", "UnlabeledSequences"]
 
 
 class SequenceMatrix:
@@ -131,3 +131,44 @@ def _concatenated_ranges(starts, lengths):
     range_ids = np.repeat(np.arange(lengths.size), lengths)
     first = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     return starts[range_ids] + (np.arange(total) - first[range_ids])
+
+
+class UnlabeledSequences:
+    """Unlabelled sequences for ``fit(..., X_unlabeled=...)`` that every fit of a
+    scikit-learn search reads whole.
+
+    `~sklearn.model_selection.GridSearchCV` and `~sklearn.model_selection.cross_validate`
+    split every fit parameter that has as many items as X together with X: a list of
+    unlabelled sequences that happens to have ``len(X)`` items would reach each fit as the
+    fold's share of it. This wrapper has no length, so they pass it on whole; the
+    estimators read the sequences it wraps, anew at every fit.
+
+    Parameters
+    ----------
+    sequences : list of sequences, SequenceMatrix, or re-iterable
+        What ``X_unlabeled`` would otherwise be; it must give its sequences at every
+        iteration (not a one-shot iterator such as a generator).
+
+    Examples
+    --------
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from sklearn_ssl_crf import EntropyRegularizedCRF, UnlabeledSequences
+    >>> from sklearn_ssl_crf.datasets import make_sequences
+    >>> X, y = make_sequences(80, features="dict", random_state=0)
+    >>> search = GridSearchCV(EntropyRegularizedCRF(c1=0.0, c2=0.1, early_stopping=False,
+    ...                                             max_iterations=5), {"gamma": [0, 0.1]})
+    >>> search = search.fit(X[:40], y[:40], X_unlabeled=UnlabeledSequences(X[40:]))
+    """
+
+    def __init__(self, sequences):
+        if iter(sequences) is sequences:
+            raise TypeError("UnlabeledSequences needs sequences it can read at every fit "
+                            "(a list, a SequenceMatrix, WindowFeatures().transform(path)), "
+                            f"not a one-shot {type(sequences).__name__}")
+        self.sequences = sequences
+
+    def __iter__(self):
+        return iter(self.sequences)
+
+    def __repr__(self):
+        return f"UnlabeledSequences({type(self.sequences).__name__})"

@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 import sklearn
 from fixed_settings import fixed
+from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.utils.fixes import parse_version
 
@@ -15,6 +16,7 @@ from sklearn_ssl_crf import (
     NaturalGradientCRF,
     SelfTrainingCRF,
     SemiSupervisedCRF,
+    UnlabeledSequences,
     WindowFeatures,
     base,
     packing,
@@ -73,8 +75,12 @@ def test_a_generator_a_text_file_and_a_list_give_the_same_model(words, small_blo
     # Blank lines are skipped, as read_text skips them.
     path.write_text("\n\n".join(" ".join(sentence) for sentence in unlabelled) + "\n",
                     encoding="utf-8")
-    # A path is read by the featurizer, lazily; so is a generator over the file.
-    assert type(features.transform(path)) is type(features.transform(iter(unlabelled)))
+    # A path is read by the featurizer, lazily, anew at every iteration (so that every fit
+    # of a search reads the whole file), and has no length (so that a search passes it on
+    # whole); a generator over the file is read once.
+    streamed = features.transform(path)
+    assert not hasattr(streamed, "__len__") and iter(streamed) is not streamed
+    assert list(streamed) == list(streamed) == features.transform(unlabelled)
     from_path = fixed(EntropyRegularizedCRF(**params)).fit(Xf, y,
                                                     X_unlabeled=features.transform(path))
     from_file = fixed(EntropyRegularizedCRF(**params)).fit(
@@ -220,3 +226,41 @@ def test_a_stream_of_dicts_must_match_dict_input(words):
     with pytest.raises(TypeError, match="the stream, sequence 0 is a str"):
         fixed(EntropyRegularizedCRF()).fit(features.transform(X), y,
                                     X_unlabeled=iter(["not a tokenised sentence"]))
+
+
+def test_a_search_gives_every_fit_all_the_unlabelled_sequences(words, tmp_path):
+    """scikit-learn's model selection splits a fit parameter of X's length like X: wrapped
+    in UnlabeledSequences, or given as a file's features, X_unlabeled reaches every fit
+    whole; a generator read by an earlier fit is refused rather than silently empty."""
+    X, y, unlabelled = words
+    features = WindowFeatures().fit(X)
+    Xf, Uf = features.transform(X[:40]), features.transform(unlabelled[:40])
+    seen = []
+
+    class Recording(EntropyRegularizedCRF):
+        def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None):
+            seen.append(sum(1 for _ in X_unlabeled))
+            return super().fit(X, y, X_unlabeled=X_unlabeled, X_dev=X_dev, y_dev=y_dev)
+
+    estimator = fixed(Recording(max_iterations=2))
+    search = GridSearchCV(estimator, {"gamma": [0.0, 0.1]}, cv=3)
+    with pytest.warns(UserWarning, match="as many sequences as X"):
+        search.fit(Xf, y[:40], X_unlabeled=Uf)
+    # The pitfall, measured: each fit saw its fold's two thirds (26 or 27 of 40).
+    assert sorted(set(seen[:6])) == [26, 27]
+    seen.clear()
+    search.fit(Xf, y[:40], X_unlabeled=UnlabeledSequences(Uf))
+    assert seen == [40] * 7  # 6 fits and the refit
+    path = tmp_path / "raw.txt"
+    path.write_text("".join(" ".join(sentence) + "\n" for sentence in unlabelled[:40]),
+                    encoding="utf-8")
+    seen.clear()
+    search.fit(Xf, y[:40], X_unlabeled=UnlabeledSequences(features.transform(path)))
+    assert seen == [40] * 7
+    stream = features.transform(iter(unlabelled[:40]))
+    with pytest.raises(ValueError, match="an earlier fit has already read"):
+        GridSearchCV(fixed(EntropyRegularizedCRF(max_iterations=2)), {"gamma": [0.0]}, cv=2,
+                     error_score="raise").fit(
+            Xf, y[:40], X_unlabeled=stream)
+    with pytest.raises(TypeError, match="not a one-shot generator"):
+        UnlabeledSequences(iter_text(path))
