@@ -147,7 +147,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_unlabeled=None):
+    def fit(self, X, y, *, X_unlabeled=None):
         """Propagate the labels of the labelled tokens over the graph.
 
         Parameters

@@ -27,6 +27,7 @@ from .base import BaseCRF, unlabelled_sequences
 from .crf import _check_dev_pair, _label_cooccurrence
 from .featurize import SequenceVectorizer
 from .inference import Workspace, chain_statistics
+from .metrics import has_spans
 from .objectives import label_count_gradient, log_likelihood, unlabelled_terms
 from .optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from .optim.transforms import TRANSFORMS
@@ -129,6 +130,12 @@ class NaturalGradientCRF(BaseCRF):
         The rates tried and their losses (empty when ``eta0`` is given).
     n_iter_ : int
         Epochs run.
+    best_iteration_ : int or None
+        With a dev set and unlabelled terms: the semi-supervised epoch whose weights were
+        kept (0: the supervised model), by dev span F1 for span labels and dev token
+        accuracy otherwise (`metrics.has_spans`).
+    validation_scores_ : list of float or None
+        That dev score after each semi-supervised epoch, from 0.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
 trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
 termination_condition_, vectorizer_
@@ -226,7 +233,7 @@ termination_condition_, vectorizer_
     # -- training ------------------------------------------------------------------------
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_unlabeled=None, X_dev=None, y_dev=None):
+    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None):
         """Train from scratch: calibrate ``eta0`` (unless given), then run epochs.
 
         Parameters
@@ -244,7 +251,8 @@ termination_condition_, vectorizer_
             the epochs revisit their feature rows (held sparse, not as dicts).
         X_dev, y_dev : optional
             Scored after every epoch (token accuracy and span F1), logged and printed when
-            ``verbose``.
+            ``verbose``; with unlabelled terms, the semi-supervised phase keeps its best
+            epoch on dev (``best_iteration_``), the supervised model included.
 
         Returns
         -------
@@ -272,18 +280,27 @@ termination_condition_, vectorizer_
         trainer = self._new_trainer(supervised, rng)
         # The trainer's (W, T) laid end to end are this layout's parameter vector.
         layout = WeightLayout(self.num_attributes_, len(self.classes_), order=self.order)
-        callback = None
+        callback, kept = None, _BestEpoch(has_spans(self.classes_))
         if X_dev is not None:
             scorer = self._dev_scorer(X_dev, y_dev, layout)
 
-            def callback(epoch, current):
+            def dev_scores(epoch, current):
                 return scorer(epoch, np.concatenate([weights.ravel()
                                                      for weights in current.weights()]))
+
+            def callback(epoch, current):
+                scores = dev_scores(epoch, current)
+                if phase == "semi-supervised":
+                    kept.offer(epoch, scores, current)
+                return scores
 
         max_epochs = 1000 if self.max_iterations is None else self.max_iterations
         log = []
         n_iter = 0
         for phase, data in phases:
+            if phase == "semi-supervised" and callback is not None:
+                # Epoch 0 of the second phase: the supervised model, a candidate too.
+                kept.offer(0, dev_scores(0, trainer), trainer)
             self._set_l2(trainer, data.n_samples)
             with single_threaded_blas():
                 result = minimize_sgd(trainer, data.gradient,
@@ -294,6 +311,12 @@ termination_condition_, vectorizer_
             log += [dict(entry, phase=phase) if len(phases) > 1 else entry
                     for entry in result.log]
             n_iter += result.n_iter
+        self.best_iteration_ = self.validation_scores_ = None
+        if kept.weights is not None:
+            # With a dev set the semi-supervised phase keeps its best epoch, never worse on
+            # dev than the supervised model it started from.
+            trainer.set_weights(*kept.weights)
+            self.best_iteration_, self.validation_scores_ = kept.epoch, kept.scores
         self._trainer, self._rng = trainer, rng
         self._set_weights(trainer)
         self.training_log_ = log
@@ -644,3 +667,18 @@ class _Samples:
             d_state += weight * packed.weight_gradient(d_unary)
             d_transition += weight * d_edges
         return loss
+
+
+class _BestEpoch:
+    """The semi-supervised epoch (0: the supervised model) with the best dev score by the
+    package's one rule: span F1 for span labels, token accuracy otherwise."""
+
+    def __init__(self, spans):
+        self.key = "dev_span_f1" if spans else "dev_accuracy"
+        self.scores, self.epoch, self.weights = [], None, None
+
+    def offer(self, epoch, scores, trainer):
+        self.scores.append(scores[self.key])
+        if self.weights is None or scores[self.key] > self.scores[self.epoch]:
+            self.epoch = epoch
+            self.weights = tuple(np.array(weights) for weights in trainer.weights())

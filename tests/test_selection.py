@@ -10,6 +10,7 @@ from sklearn_ssl_crf import (
     CRFCV,
     EntropyRegularizedCRF,
     GraphPRCRF,
+    NaturalGradientCRF,
     SelfTrainingCRF,
     SimilarityGraph,
 )
@@ -91,6 +92,22 @@ def test_dev_selection_is_never_worse_than_the_supervised_start(synthetic, estim
                                   max_iterations=model.max_iterations)
     start.fit(X[:20], y[:20], X_unlabeled=X[100:220], X_dev=X[20:100], y_dev=y[20:100])
     assert model.validation_scores_[0] == pytest.approx(start.validation_scores_[0])
+
+
+@pytest.mark.parametrize("spans", [True, False])
+def test_natural_gradient_keeps_its_best_semi_supervised_epoch_on_dev(synthetic, spans):
+    X, y = synthetic
+    if not spans:
+        y = without_spans(y)
+    model = NaturalGradientCRF(gamma=1.0, proportion_weight=2.0, max_iterations=6,
+                               eta0=0.1, batch_size=8, random_state=0)
+    model.fit(X[:20], y[:20], X_unlabeled=X[100:220], X_dev=X[20:100], y_dev=y[20:100])
+    scores = model.validation_scores_
+    semi = [entry for entry in model.training_log_ if entry["phase"] == "semi-supervised"]
+    assert len(scores) == len(semi) + 1 and model.best_iteration_ == int(np.argmax(scores))
+    score = (span_f1_score if spans else flat_accuracy_score)(y[20:100],
+                                                              model.predict(X[20:100]))
+    assert score == pytest.approx(max(scores)) and score >= scores[0]
 
 
 def test_no_unlabelled_term_selects_as_crfcv(synthetic):
