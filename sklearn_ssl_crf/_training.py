@@ -28,7 +28,8 @@ from itertools import product
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.model_selection import KFold, check_cv
+from sklearn.model_selection import check_cv
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._validation import check_labels
@@ -105,7 +106,7 @@ class _Iterates:
         if self.score is None:
             self.best_iteration, self.best_theta, self.best_state = iteration, theta, state
             return {}
-        value = float(self.score(theta))
+        value = float(self.score(theta, state))
         self.scores.append(value)
         if self.best_theta is None or value > self.scores[self.best_iteration]:
             self.best_iteration, self.best_theta, self.best_state = (
@@ -167,7 +168,7 @@ class SemiSupervisedPath(CRF):
             held_sets = [(np.arange(n_labelled), self._held_out_dev(X_dev, y_dev))]
         else:
             held_sets = [(train, self._held_out_fold(problem, held))
-                         for train, held in self._splits(n_labelled)]
+                         for train, held in self._splits(problem.labels)]
         where = "the dev set" if X_dev is not None else f"{len(held_sets)} folds"
         self._say(f"selection on {where}: {len(penalties)} prior(s), {len(strengths)} "
                   "strength(s)")
@@ -203,7 +204,7 @@ class SemiSupervisedPath(CRF):
         if supervised is None:
             supervised = self._supervised_start(fold)
         theta = supervised.x
-        iterates = _Iterates(None if held is None else held.scorer(self, fold.layout),
+        iterates = _Iterates(None if held is None else held.scorer(self, fold),
                              self._patience() if patience == "default" else patience)
         result = self._semi_supervised_phase(problem, fold, theta, strength, max_iterations,
                                              iterates)
@@ -250,7 +251,7 @@ class SemiSupervisedPath(CRF):
                     start = theta if c1 == previous_c1 else None
                     theta = self._supervised_start(fold, start).x
                     previous_c1 = c1
-                    scores[j, k] = held.scorer(self, fold.layout)(theta)
+                    scores[j, k] = held.scorer(self, fold)(theta)
                 self._say(f"  priors, held-out set {k + 1}: " + ", ".join(
                     f"{c2:g}/{c1:g}: {s:.4f}" for (c1, c2), s in zip(penalties, scores[:, k])))
         best = _first_best(scores.mean(axis=1))
@@ -288,16 +289,22 @@ class SemiSupervisedPath(CRF):
         chosen = _first_best(np.array(best_scores))
         return chosen, int(np.argmax(paths[chosen])), [path.tolist() for path in paths]
 
-    def _splits(self, n_labelled):
-        cv = self.cv
+    def _splits(self, labels):
+        """(train, held) index pairs of the labelled sequences, whose label sequences are
+        ``labels``: ``cv`` folds that spread the copies of each label sequence over
+        different folds (`spread_folds`), or the user's splitter, given the label sequences'
+        ids as its ``y``."""
+        n_labelled, cv = len(labels), self.cv
+        ids = _label_sequence_ids(labels)
         if isinstance(cv, Integral):
             if cv < 2:
                 raise ValueError(f"cv must be at least 2 folds, got {cv}")
             if cv > n_labelled:
                 raise ValueError(f"cv={cv} folds need at least {cv} labelled sequences, but "
                                  f"there are {n_labelled}: lower cv, or give X_dev, y_dev")
-            cv = KFold(cv, shuffle=True, random_state=self.random_state)
-        splits = list(check_cv(cv).split(np.zeros((n_labelled, 1))))
+            splits = spread_folds(ids, cv, self.random_state)
+        else:
+            splits = list(check_cv(cv).split(np.zeros((n_labelled, 1)), ids))
         for train, held in splits:
             if len(train) == 0 or len(held) == 0:
                 raise ValueError("every cv split needs labelled sequences on both sides")
@@ -305,7 +312,7 @@ class SemiSupervisedPath(CRF):
 
     def _held_out_fold(self, problem, held):
         return _HeldOut(problem.labelled[held], [problem.labels[i] for i in held],
-                        self._scorer)
+                        self._scorer, in_fold=True)
 
     def _held_out_dev(self, X_dev, y_dev):
         sequences = self._features(X_dev)
@@ -358,6 +365,11 @@ class SemiSupervisedPath(CRF):
     def _finish(self, problem, fold, result):
         """Set the estimator's own fitted attributes from the kept iterate."""
 
+    def _held_out_predictor(self, fold):
+        """None, or ``state -> labels`` of the fold's held-out sequences from a phase's
+        state (for an estimator that labels them itself during the fit)."""
+        return None
+
     def _say(self, message):
         if self.verbose:
             print(message, flush=True)
@@ -372,20 +384,40 @@ class _Run:
 
 
 class _HeldOut:
-    """Held-out labelled sequences and the scorer that rates a weight vector on them."""
+    """Held-out labelled sequences and the scorer that rates an iterate on them.
 
-    def __init__(self, sequences, gold, scorer):
+    ``in_fold``: they are a cross-validation fold's held-out sequences, which an estimator
+    may have among the unlabelled sequences of that fold's fit (graph-PR's transductive
+    labels, `SemiSupervisedPath._held_out_predictor`); otherwise (a dev set) the iterate's
+    weights label them.
+    """
+
+    def __init__(self, sequences, gold, scorer, in_fold=False):
         self.sequences, self.gold, self.scorer_ = sequences, gold, scorer
+        self.in_fold = in_fold
 
-    def scorer(self, estimator, layout):
-        """``theta -> score`` of the estimator with these weights on the held-out set."""
+    def scorer(self, estimator, fold):
+        """``(theta, state=None) -> score`` on the held-out set."""
         view = copy.copy(estimator)
+        predictor = estimator._held_out_predictor(fold) if self.in_fold else None
 
-        def score(theta):
-            view._set_weight_blocks(layout.blocks(theta))
+        def score(theta, state=None):
+            if predictor is not None and state is not None:
+                return self.scorer_(_Predictions(predictor(state)), self.sequences, self.gold)
+            view._set_weight_blocks(fold.layout.blocks(theta))
             return self.scorer_(view, self.sequences, self.gold)
 
         return score
+
+
+class _Predictions:
+    """Stands for an estimator whose ``predict`` of the held-out set is known."""
+
+    def __init__(self, labels):
+        self.labels = labels
+
+    def predict(self, X):
+        return self.labels
 
 
 def logging_callback(on_iteration, parts):
@@ -414,6 +446,35 @@ def _candidates(name, value, auto):
                              f"list of non-negative numbers to choose from; got {value!r}")
         return tuple(float(v) for v in value)
     return (value,)
+
+
+def spread_folds(ids, n_folds, random_state=None):
+    """``n_folds`` folds in which the copies of each id go to different folds.
+
+    The sequences are shuffled, grouped by id (the groups in random order) and dealt to the
+    folds in turn, so fold sizes differ by at most one and no id with at most ``n_folds``
+    copies is held out whole: with a few labelled copies of each word (handwriting), every
+    fold's training part still holds each word. Without repeated ids this is a shuffled
+    k-fold split.
+
+    Returns
+    -------
+    splits : list of (train, held) index arrays
+    """
+    rng = check_random_state(random_state)
+    ids = np.asarray(ids)
+    shuffled = rng.permutation(len(ids))
+    group_order = rng.permutation(ids.max() + 1)
+    dealt = shuffled[np.argsort(group_order[ids[shuffled]], kind="stable")]
+    fold = np.empty(len(ids), dtype=np.intp)
+    fold[dealt] = np.arange(len(ids)) % n_folds
+    return [(np.flatnonzero(fold != k), np.flatnonzero(fold == k)) for k in range(n_folds)]
+
+
+def _label_sequence_ids(labels):
+    """An integer id per label sequence, equal for equal sequences."""
+    index = {}
+    return np.array([index.setdefault(tuple(sequence), len(index)) for sequence in labels])
 
 
 def _first_best(values):

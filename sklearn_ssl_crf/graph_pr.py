@@ -14,9 +14,15 @@ regulariser by it keeps EM a coordinate ascent on J for any ``delta``.
   q needs.
 - E-step: that step with ``eta_k = estep_eta / (1 + k)``, halved whenever the E-step
   objective ``KL(q || p_theta) + lam h`` would rise; q's marginals by the batched
-  forward-backward over chunks of unlabelled sequences. It starts from the previous
-  E-step's offsets (iteration 1: q = p_theta); if it ends above the previous q's objective
-  at the new theta, the previous q is kept, so J never decreases.
+  forward-backward over chunks of unlabelled sequences. It starts from the previous q
+  carried over to the new theta (iteration 1: q = p_theta): q's node scores are theta's
+  unary potentials plus the offsets, and the M-step has just moved theta towards q, so the
+  previous offsets re-added on top of the new theta would count the graph's push twice
+  (q runs ahead of its own E-step optimum, EM iteration after EM iteration). The start keeps
+  q's previous node scores, vertex-averaged: ``offsets - mean over the vertex's tokens of
+  (U_new - U_old)`` (the authors' code warm-starts q's node scores themselves, one per
+  token). If the E-step ends above the previous q's objective at the new theta, the
+  previous q is kept, so J never decreases.
 - M-step: L-BFGS from the previous theta on ``-L(theta) - delta sum E_q[log p_theta]``,
   whose unlabelled part is ``delta (log Z(theta) - <E_q[F], theta>)``: q's expected features
   are computed once per E-step, and each evaluation costs one forward-backward per sequence.
@@ -107,8 +113,9 @@ class GraphPRCRF(SemiSupervisedPath):
         and ``transduction_``.
     c1, c2, cv, scoring, early_stopping, random_state
         As in `EntropyRegularizedCRF`.
-    n_iter_no_change : int or None, default=3
-        A held-out run stops after this many EM iterations without a better score.
+    n_iter_no_change : int or None, default=5
+        A held-out run stops after this many EM iterations without a better score (on
+        handwriting the held-out error still fell after plateaus of 3 iterations).
     algorithm, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
 delta, min_freq, all_possible_states, all_possible_transitions, verbose
         As in `CRF`; they apply to the supervised start and to every M-step
@@ -205,7 +212,7 @@ vectorizer_
         cv=5,
         scoring=None,
         early_stopping=True,
-        n_iter_no_change=3,
+        n_iter_no_change=5,
         random_state=None,
         algorithm="lbfgs",
         order=1,
@@ -292,7 +299,12 @@ vectorizer_
         unlabelled = np.union1d(extra["unlabelled_index"], labelled_index[held])
         codes = np.concatenate([problem.codes[i] for i in train])
         penalty = self._graph_penalty(sequences, labelled_index[train], unlabelled, codes)
+        held_sequences = labelled_index[held]
+        vertices = self.graph_.token_vertices[_token_indices(sequences, held_sequences)]
         fold.extra.update(penalty=penalty, unlabelled_index=unlabelled,
+                          held_data=self._chunked(sequences[held_sequences], groups=vertices,
+                                                  n_groups=penalty.n_groups)
+                          if held.size else None,
                           labelled_index=labelled_index[train],
                           unlabelled=self._chunked(sequences[unlabelled],
                                                    groups=penalty.token_groups,
@@ -324,22 +336,36 @@ vectorizer_
     def _transduction(self, y, labelled, unlabelled, unlabelled_data, layout, q):
         """Gold labels of the labelled sequences and q's of the unlabelled ones, in input
         order."""
-        classes = np.asarray(self.classes_, dtype=object)
         transduction = [None] * len(y)
         for i in labelled:
             transduction[i] = list(y[i])
         if q is not None:
-            state, transition = layout.unpack(q.theta)
-            predicted = []
-            with single_threaded_blas():
-                for chunk in unlabelled_data.chunks:
-                    unary = chunk.unary(state) + chunk.group_matrix.T @ q.offsets
-                    predicted.append(self._decode(chunk, unary, transition))
-            labels = classes[np.concatenate(predicted)]
-            lengths = np.concatenate([chunk.lengths for chunk in unlabelled_data.chunks])
-            for i, part in zip(unlabelled, np.split(labels, np.cumsum(lengths)[:-1])):
-                transduction[i] = part.tolist()
+            for i, labels in zip(unlabelled, self._q_labels(unlabelled_data, layout, q)):
+                transduction[i] = labels
         return [[] if labels is None else labels for labels in transduction]
+
+    def _q_labels(self, data, layout, q):
+        """q's label sequences of the sequences of ``data`` (chunks with vertex groups)."""
+        classes = np.asarray(self.classes_, dtype=object)
+        state, transition = layout.unpack(q.theta)
+        predicted = []
+        with single_threaded_blas():
+            for chunk in data.chunks:
+                unary = chunk.unary(state) + chunk.group_matrix.T @ q.offsets
+                predicted.append(self._decode(chunk, unary, transition))
+        if not predicted:
+            return []
+        labels = classes[np.concatenate(predicted)]
+        lengths = np.concatenate([chunk.lengths for chunk in data.chunks])
+        return [part.tolist() for part in np.split(labels, np.cumsum(lengths)[:-1])]
+
+    def _held_out_predictor(self, fold):
+        """q's labels of the fold's held-out sequences, unlabelled in its fit: the
+        transductive labels the fit gives them (better than theta's on handwriting)."""
+        held = fold.extra["held_data"]
+        if held is None:
+            return None
+        return lambda q: self._q_labels(held, fold.layout, q)
 
     def _decode(self, packed, unary, transition):
         if self.decoding == "posterior":
@@ -373,6 +399,11 @@ class _ExpectationMaximisation:
         self.weight = model.unlabeled_weight
         self.supervised = model._supervised_objective(fold)
         self.n_labels = len(model.classes_)
+        tokens = self.penalty.token_groups[self.penalty.token_groups >= 0]
+        counts = np.bincount(tokens, minlength=self.penalty.n_groups).astype(np.float64)
+        # 1 / (unlabelled tokens of each vertex), 0 for none: averages of the E-step's start.
+        self.inverse_token_counts = np.divide(1.0, counts, out=np.zeros_like(counts),
+                                              where=counts > 0)[:, None]
 
     def run(self, theta, max_iterations, on_iteration):
         """EM from the supervised optimum ``theta`` for at most ``max_iterations``
@@ -398,8 +429,10 @@ class _ExpectationMaximisation:
         n_iterations = max_iterations if weight > 0 else min(max_iterations, 1)
         reason, n_iter = "em_iterations reached", 0
         for iteration in range(1, n_iterations + 1):
-            # Iteration 1 starts where q already is (evaluated at this theta for entry 0).
-            start = q if iteration == 1 else self._evaluate(theta, log_z, q.offsets)
+            # Iteration 1 starts where q already is (evaluated at this theta for entry 0);
+            # later ones from q's previous node scores, vertex-averaged, at the new theta.
+            start = q if iteration == 1 else self._evaluate(
+                theta, log_z, q.offsets - self._unary_shift(q.theta, theta))
             new_q, estep_iterations = self._e_step(theta, log_z, start)
             # The new E-step may fail to beat the previous q at this theta (too few steps):
             # then keeping that q is the better E-step, and J cannot decrease.
@@ -519,10 +552,26 @@ class _ExpectationMaximisation:
 
         return objective
 
+    def _unary_shift(self, old_theta, new_theta):
+        """Per vertex, the mean over its unlabelled tokens of the change of theta's unary
+        potentials from ``old_theta`` to ``new_theta`` (zero for vertices without any)."""
+        difference = self.layout.unpack(new_theta)[0] - self.layout.unpack(old_theta)[0]
+        with single_threaded_blas():
+            sums = self.unlabelled_data.sum(_chunk_unary_group_sums, difference)[0]
+        return sums * self.inverse_token_counts
+
     def _log_partition(self, theta):
         state, transition = self.layout.unpack(theta)
         with single_threaded_blas():
             return self.unlabelled_data.sum(_chunk_log_partition, state, transition)[0]
+
+
+def _token_indices(sequences, chosen):
+    """The token rows of the sequences ``chosen`` (indices) of a `SequenceMatrix`, in
+    order."""
+    offsets = sequences.offsets
+    return np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in chosen]
+                          + [np.zeros(0, dtype=np.intp)])
 
 
 def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, features):
@@ -536,6 +585,12 @@ def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, fe
     if not features:
         return log_z, sums
     return log_z, sums, chunk.weight_gradient(node_marginals), edge_marginal_sum
+
+
+def _chunk_unary_group_sums(chunk, workspace, state):
+    """A chunk's unary potentials under ``state`` summed per vertex (the unary potentials
+    are linear in the state weights, so a difference of weights gives the difference)."""
+    return (np.asarray(chunk.group_matrix @ chunk.unary(state)),)
 
 
 def _chunk_log_partition(chunk, workspace, state, transition):

@@ -66,8 +66,10 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
         L2 strength (as in `CRF`); 'auto': chosen among 1, 0.1, 0.01 and 0.001.
     cv : int, cross-validation generator or iterable, default=5
         The folds of the labelled sequences that selection holds out in turn when no
-        ``X_dev`` is given: an int k gives `~sklearn.model_selection.KFold` (shuffled with
-        ``random_state``).
+        ``X_dev`` is given: an int k gives k shuffled folds (``random_state``) that put the
+        copies of a repeated label sequence (a word of handwriting, say) in different
+        folds, so that no fold's training part lacks it; a splitter gets each label
+        sequence's id as ``y``.
     scoring : None, str or callable, default=None
         What selection maximises (`sklearn_ssl_crf.metrics.check_scoring`): None, span F1
         when the labels carry spans (BIO/IOB/IOBES/BILOU) and token accuracy otherwise; a

@@ -14,6 +14,7 @@ from sklearn_ssl_crf import (
     SelfTrainingCRF,
     SimilarityGraph,
 )
+from sklearn_ssl_crf._training import spread_folds
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
 
@@ -218,3 +219,18 @@ def test_unlabelled_data_and_dev_set_are_keyword_only(synthetic):
     X, y = synthetic
     with pytest.raises(TypeError, match="positional"):
         EntropyRegularizedCRF().fit(X[:10], y[:10], X[10:20])
+
+
+def test_folds_spread_the_copies_of_a_repeated_label_sequence():
+    # Handwriting: 2 labelled copies of each word; a fold holding both would train
+    # without the word. Singletons are dealt like a shuffled k-fold split.
+    ids = np.repeat(np.arange(40), 2)
+    ids = np.concatenate([ids, np.arange(40, 73)])
+    rng_splits = [spread_folds(ids, 5, seed) for seed in (0, 1)]
+    for splits in rng_splits:
+        held = np.concatenate([h for _, h in splits])
+        assert sorted(held.tolist()) == list(range(len(ids)))
+        assert {len(h) for _, h in splits} <= {len(ids) // 5, len(ids) // 5 + 1}
+        for train, h in splits:
+            assert set(ids[h]) & set(range(40)) <= set(ids[train])
+    assert [h.tolist() for _, h in rng_splits[0]] != [h.tolist() for _, h in rng_splits[1]]
