@@ -108,6 +108,8 @@ class _Iterates:
             return {}
         value = float(self.score(theta, state))
         self.scores.append(value)
+        if iteration == 0:
+            self.start_theta, self.start_state = np.array(theta), state
         if self.best_theta is None or value > self.scores[self.best_iteration]:
             self.best_iteration, self.best_theta, self.best_state = (
                 iteration, np.array(theta), state)
@@ -128,6 +130,8 @@ class SemiSupervisedPath(CRF):
 
     #: name -> candidates of 'auto', for each strength parameter of the unlabelled term.
     _strengths = {}
+    #: How cross-validation picks the iterations to refit with (`_choose_strength`).
+    _iterations_rule = "best"
 
     _parameter_constraints = {
         **CRF._parameter_constraints,
@@ -137,6 +141,7 @@ class SemiSupervisedPath(CRF):
         "scoring": [None, str, callable],
         "early_stopping": ["boolean"],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
+        "tol": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
     }
 
@@ -174,7 +179,8 @@ class SemiSupervisedPath(CRF):
                   "strength(s)")
         c1, c2, penalty_scores = self._choose_penalties(problem, held_sets, penalties)
         runs = self._strength_paths(problem, held_sets, c1, c2, strengths)
-        chosen, n_iterations, paths = self._choose_strength(runs)
+        chosen, n_iterations, paths = self._choose_strength(
+            runs, self._max_phase_iterations(), dev=X_dev is not None)
         settings = dict(c1=c1, c2=c2, **strengths[chosen])
         self.cv_results_ = _results(penalties, penalty_scores,
                                     runs if self._max_phase_iterations() != 0 else [],
@@ -182,11 +188,14 @@ class SemiSupervisedPath(CRF):
         self._say(f"chose {_describe(settings)}, {n_iterations} iteration(s), in "
                   f"{time.perf_counter() - started:.1f} s")
         if X_dev is not None:
+            # The dev set's own best iterate, of the chosen strength, or the start.
             kept = runs[chosen][0]
-            kept.result.theta = kept.iterates.best_theta
-            kept.result.state = kept.iterates.best_state
-            self._finish_fit(problem, kept, settings, kept.iterates.best_iteration,
-                             paths[chosen])
+            iterates = kept.iterates
+            iteration = iterates.best_iteration if n_iterations else 0
+            kept.result.theta, kept.result.state = (
+                (iterates.best_theta, iterates.best_state) if iteration
+                else (iterates.start_theta, iterates.start_state))
+            self._finish_fit(problem, kept, settings, iteration, paths[chosen])
             return self
         refit = self._run(problem, np.arange(n_labelled), c1, c2, strengths[chosen],
                           n_iterations, None)
@@ -276,18 +285,37 @@ class SemiSupervisedPath(CRF):
                           f"of {len(scores) - 1}")
         return runs
 
-    def _choose_strength(self, runs):
-        """The strength and number of iterations with the best mean held-out score; a run
-        that stopped early keeps its last score for the later iterations. Ties go to the
-        earlier candidate and to fewer iterations."""
-        paths = []
+    def _choose_strength(self, runs, cap, dev=False):
+        """The strength and number of iterations to refit with, by the estimator's
+        ``_iterations_rule``:
+
+        - 'best': the iteration with the best mean held-out score (a run that stopped
+          early keeps its last score for the later iterations);
+        - 'end': the runs' plateau, the mean of each run's score where it stopped, refitted
+          for ``cap`` iterations (where held-out curves are flat while the objective
+          still improves what the folds are too small to see).
+
+        With a dev set (``dev``), the rule is 'best'. The semi-supervised phase is kept
+        only if that score beats the supervised start's
+        (iteration 0) by at least ``tol``. Ties go to the earlier candidate and to fewer
+        iterations."""
+        paths, gains, iterations = [], [], []
         for strength_runs in runs:
             length = max(len(run.iterates.scores) for run in strength_runs)
-            paths.append(np.mean([_padded(run.iterates.scores, length)
-                                  for run in strength_runs], axis=0))
-        best_scores = [path.max() for path in paths]
-        chosen = _first_best(np.array(best_scores))
-        return chosen, int(np.argmax(paths[chosen])), [path.tolist() for path in paths]
+            path = np.mean([_padded(run.iterates.scores, length) for run in strength_runs],
+                           axis=0)
+            paths.append(path.tolist())
+            if self._iterations_rule == "end" and not dev:
+                gains.append(np.mean([run.iterates.scores[-1] for run in strength_runs])
+                             - path[0])
+                iterations.append(cap)
+            else:
+                gains.append(path.max() - path[0])
+                iterations.append(int(np.argmax(path)))
+        chosen = _first_best(np.array(gains))
+        if gains[chosen] < self.tol or gains[chosen] <= 0:
+            return chosen, 0, paths
+        return chosen, iterations[chosen], paths
 
     def _splits(self, labels):
         """(train, held) index pairs of the labelled sequences, whose label sequences are

@@ -55,7 +55,7 @@ training_log_, termination_condition_, vectorizer_
 
     _parameter_constraints = {
         key: value for key, value in SemiSupervisedPath._parameter_constraints.items()
-        if key not in ("early_stopping", "n_iter_no_change")
+        if key not in ("early_stopping", "n_iter_no_change", "tol")
     }
 
     def __init__(
@@ -93,6 +93,7 @@ training_log_, termination_condition_, vectorizer_
     # No semi-supervised phase: nothing to stop early.
     early_stopping = False
     n_iter_no_change = None
+    tol = 0.0
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, X_dev=None, y_dev=None):

@@ -113,6 +113,9 @@ class GraphPRCRF(SemiSupervisedPath):
         and ``transduction_``.
     c1, c2, cv, scoring, early_stopping, random_state
         As in `EntropyRegularizedCRF`.
+    tol : float, default=0.0
+        EM is kept only if its best mean held-out score beats the supervised start's by
+        more than this; the refit runs to the iteration of that best score.
     n_iter_no_change : int or None, default=5
         A held-out run stops after this many EM iterations without a better score (on
         handwriting the held-out error still fell after plateaus of 3 iterations).
@@ -213,6 +216,7 @@ vectorizer_
         scoring=None,
         early_stopping=True,
         n_iter_no_change=5,
+        tol=0.0,
         random_state=None,
         algorithm="lbfgs",
         order=1,
@@ -251,6 +255,7 @@ vectorizer_
         self.scoring = scoring
         self.early_stopping = early_stopping
         self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -84,8 +84,11 @@ def test_dev_selection_is_never_worse_than_the_supervised_start(synthetic, estim
                                  y_dev=y[20:100])
     predicted = model.predict(X[20:100])
     score = (span_f1_score if spans else flat_accuracy_score)(y[20:100], predicted)
-    assert score == pytest.approx(max(model.validation_scores_))
-    assert score >= model.validation_scores_[0]
+    scores = model.validation_scores_
+    assert score == pytest.approx(scores[model.best_iteration_]) and score >= scores[0]
+    # The best iterate, unless it beats the start by less than tol.
+    best = int(np.argmax(scores))
+    assert model.best_iteration_ == (best if scores[best] - scores[0] >= model.tol else 0)
     # Iteration 0 is the supervised start at the chosen priors, whatever the strength: the
     # model with no unlabelled term on the same input (so the same attributes).
     start = EntropyRegularizedCRF(gamma=0.0, proportion_weight=0.0, early_stopping=False,
