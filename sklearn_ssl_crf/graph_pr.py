@@ -96,11 +96,12 @@ class GraphPRCRF(SemiSupervisedPath):
         an iteration (a scale of J's own progress: ``|J|`` itself is dominated by the
         prior and the labelled likelihood, which would stop EM early under a strong
         prior).
-    mstep_iterations : int, default=None
+    mstep_iterations : int, default=50
         Maximum L-BFGS iterations of each M-step; None: run each to convergence (within
         ``max_iterations``). A bound makes EM a generalised EM, J still never decreasing:
         with a weak prior (small ``c2``) and many unlabelled tokens an M-step may take
-        hundreds of iterations, while theta moves most in the first tens.
+        hundreds of iterations, while theta moves most in the first tens (the benchmarks'
+        EM runs used 50).
     estep_iterations : int, default=10
         Maximum number of exponentiated-gradient steps per E-step.
     estep_eta : float, default=0.2
@@ -205,7 +206,7 @@ vectorizer_
         unlabeled_weight=1.0,
         em_iterations=20,
         em_tol=1e-3,
-        mstep_iterations=None,
+        mstep_iterations=50,
         estep_iterations=10,
         estep_eta=0.2,
         estep_tol=1e-4,
