@@ -1,6 +1,6 @@
 """Cost of `WordClusters` (issue #13): time and peak memory of a fit against corpus size.
 
-Fits the default `WordClusters` (``min_count=2`` as in ``bench_ssl_accuracy.py``) on the
+Fits the default `WordClusters` (``min_count=2``, as the benchmarks use it) on the
 BC2GM training sentences, then on 10^4, 10^5 and 10^6 sentences made by repeating them (the
 corpus is a list of references to the same sentences, so it costs 8 bytes a sentence). Each
 size runs in a fresh process, which reports its peak resident memory before and after the

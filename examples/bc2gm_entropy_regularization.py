@@ -21,19 +21,25 @@ from pathlib import Path
 
 import numpy as np
 
-from sklearn_ssl_crf import CRF, EntropyRegularizedCRF
+from sklearn_ssl_crf import CRFCV, EntropyRegularizedCRF
 from sklearn_ssl_crf.datasets import load_bc2gm
 from sklearn_ssl_crf.featurize import WindowFeatures
 from sklearn_ssl_crf.metrics import span_classification_report
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "bc2gm"
 
+# The two estimators with their defaults (each chooses its settings by cross-validation),
+# then the objective's terms one at a time at fixed settings (one fit each, nothing chosen).
+FIXED = {"c1": 0.0, "c2": 1.0, "early_stopping": False}
 MODELS = {
-    "supervised CRF": CRF(),
-    "entropy, gamma=0.1": EntropyRegularizedCRF(gamma=0.1),
-    "entropy, gamma=1": EntropyRegularizedCRF(gamma=1.0),
-    "proportions, weight=1": EntropyRegularizedCRF(gamma=0.0, proportion_weight=1.0),
-    "entropy 0.1 + proportions 10": EntropyRegularizedCRF(gamma=0.1, proportion_weight=10.0),
+    "CRFCV (supervised, c1/c2 chosen)": CRFCV(random_state=0),
+    "EntropyRegularizedCRF() (defaults)": EntropyRegularizedCRF(random_state=0),
+    "entropy, gamma=0.1": EntropyRegularizedCRF(gamma=0.1, proportion_weight=0.0, **FIXED),
+    "entropy, gamma=1": EntropyRegularizedCRF(gamma=1.0, proportion_weight=0.0, **FIXED),
+    "proportions, weight=1": EntropyRegularizedCRF(gamma=0.0, proportion_weight=1.0,
+                                                   **FIXED),
+    "entropy 0.1 + proportions 10": EntropyRegularizedCRF(gamma=0.1, proportion_weight=10.0,
+                                                          **FIXED),
 }
 
 

@@ -31,7 +31,7 @@ looked. With the defaults it runs in about a minute on two cores.
 Usage::
 
     python examples/plot_graph_pr_handwriting.py [--data letters-folds0-4.data.gz]
-        [--n-words 1200] [--n-labelled 100] [--seed 0] [--lam 2.0] [--em-iterations 10]
+        [--n-words 1200] [--n-labelled 100] [--seed 0] [--lam LAMBDA]
         [--output figure.png]
 
 The figure is written to a file only with ``--output``. ``docs/graph_pr_handwriting.png``
@@ -50,7 +50,7 @@ import numpy as np
 from matplotlib.gridspec import GridSpec
 from scipy.ndimage import gaussian_filter
 
-from sklearn_ssl_crf import CRF, GraphPRCRF
+from sklearn_ssl_crf import CRFCV, GraphPRCRF
 from sklearn_ssl_crf.datasets import read_ocr_letters
 from sklearn_ssl_crf.featurize import WindowRows
 from sklearn_ssl_crf.graph import knn_graph
@@ -73,8 +73,7 @@ parser.add_argument("--n-words", type=int, default=1200,
                     help="words drawn at random as the training pool (0: all 3,405)")
 parser.add_argument("--n-labelled", type=int, default=100)
 parser.add_argument("--seed", type=int, default=0)
-parser.add_argument("--lam", type=float, default=2.0)
-parser.add_argument("--em-iterations", type=int, default=10)
+parser.add_argument("--lam", type=float, help="graph strength (default: the estimator's)")
 parser.add_argument("--output", help="write the figure to this file (PNG)")
 args = parser.parse_args()
 
@@ -130,11 +129,12 @@ graph = knn_graph([blurred(word) for word in images], n_neighbors=20, min_simila
                   self_weight=0.8)
 print(f"{graph} in {time.perf_counter() - start:.0f} s")
 start = time.perf_counter()
-crf = CRF(c2=1.0).fit(X[:n_labelled], labels[:n_labelled])
+crf = CRFCV(random_state=args.seed).fit(X[:n_labelled], labels[:n_labelled])
 gp = GraphPropagation(graph=graph, max_iterations=10_000).fit(X, y_partial)
 print(f"CRF and graph propagation in {time.perf_counter() - start:.0f} s")
 start = time.perf_counter()
-pr = GraphPRCRF(graph=graph, lam=args.lam, c2=1.0, em_iterations=args.em_iterations)
+pr = GraphPRCRF(graph=graph, random_state=args.seed,
+                **({} if args.lam is None else {"lam": args.lam}))
 pr.fit(X, y_partial)
 print(f"GraphPRCRF in {time.perf_counter() - start:.0f} s ({pr.n_iter_} EM iterations, "
       f"{pr.termination_condition_})")

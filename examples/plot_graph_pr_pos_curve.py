@@ -32,7 +32,7 @@ where it looked. With the defaults it runs in about a minute on two cores.
 Usage::
 
     python examples/plot_graph_pr_pos_curve.py [--data-dir DIR] [--n-labelled 50 100 200]
-        [--draws 1] [--seed 0] [--lam 1.0] [--em-iterations 10] [--max-unlabelled 800]
+        [--draws 1] [--seed 0] [--lam LAMBDA] [--max-unlabelled 800]
         [--output figure.png]
 
 The figure is written to a file only with ``--output``. ``docs/graph_pr_pos_curve.png``
@@ -51,7 +51,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sklearn_ssl_crf import CRF, GraphPRCRF, WindowFeatures
+from sklearn_ssl_crf import CRFCV, GraphPRCRF, WindowFeatures
 from sklearn_ssl_crf.datasets import load_ud_english_ewt
 from sklearn_ssl_crf.graph import trigram_graph
 
@@ -76,8 +76,7 @@ parser.add_argument("--data-dir", default=str(shared_data("ud_english_ewt")))
 parser.add_argument("--n-labelled", type=int, nargs="+", default=[50, 100, 200])
 parser.add_argument("--draws", type=int, default=1, help="random splits averaged")
 parser.add_argument("--seed", type=int, default=0, help="seed of the first draw")
-parser.add_argument("--lam", type=float, default=1.0)
-parser.add_argument("--em-iterations", type=int, default=10)
+parser.add_argument("--lam", type=float, help="graph strength (default: the estimator's)")
 parser.add_argument("--max-unlabelled", type=sentence_count, default=800,
                     help="keep only max(l) + this many sentences besides the held-out ones "
                          "('all': every one)")
@@ -130,8 +129,9 @@ def run_draw(X, tags, seed, args):
     results = {}
     for n_labelled in args.n_labelled:
         start = time.perf_counter()
-        crf = CRF(c2=0.1).fit(X_pool[:n_labelled], y_pool[:n_labelled])
-        pr = GraphPRCRF(graph=graph, lam=args.lam, c2=0.1, em_iterations=args.em_iterations)
+        crf = CRFCV(random_state=seed).fit(X_pool[:n_labelled], y_pool[:n_labelled])
+        pr = GraphPRCRF(graph=graph, random_state=seed,
+                        **({} if args.lam is None else {"lam": args.lam}))
         pr.fit(X_pool, y_pool[:n_labelled] + [None] * (len(X_pool) - n_labelled))
         unlabelled, gold = X_pool[n_labelled:], y_pool[n_labelled:]
         results[n_labelled] = dict(zip(COLUMNS, (
@@ -194,7 +194,8 @@ def plot(errors, n_unlabelled, args):
             mean = values.mean(axis=1)
             spread = values.std(axis=1, ddof=1) if args.draws > 1 else None
             axis.errorbar(x, mean, yerr=spread, fmt=style, capsize=3,
-                          label="CRF (labelled only)" if method == "CRF"
+                          label="CRFCV (labelled only)" if method == "CRF"
+                          else "GraphPRCRF (its defaults)" if args.lam is None
                           else f"GraphPRCRF (lam = {args.lam:g})")
             for n, value in zip(x, mean):
                 axis.annotate(f"{value:.1f}", (n, value), textcoords="offset points",
@@ -216,7 +217,7 @@ def plot(errors, n_unlabelled, args):
                    else f"one random split (seed {args.seed})")
     figure.suptitle(
         f"UPOS tagging, UD English-EWT dev + test: l labelled sentences, {setting}, trigram "
-        f"graph k = 60,\n{args.em_iterations} EM iterations at most; {spread_note}",
+        f"graph k = 60,\nEM iterations chosen by cross-validation; {spread_note}",
         fontsize=11)
     figure.tight_layout()
     return figure
