@@ -253,8 +253,9 @@ class SemiSupervisedPath(CRF):
         if len(penalties) > 1:
             for k, (train, held) in enumerate(held_sets):
                 theta, previous_c1 = None, None
+                # Supervised fits need only the labelled part of the estimator's fold.
+                fold = SemiSupervisedPath._fold(self, problem, train)
                 for j, (c1, c2) in enumerate(penalties):
-                    fold = self._fold(problem, train)
                     fold.c1, fold.c2 = c1, c2
                     # From strong to weak L2 for each c1: each fit starts at the last one.
                     start = theta if c1 == previous_c1 else None

@@ -368,7 +368,7 @@ vectorizer_
     def _held_out_predictor(self, fold):
         """q's labels of the fold's held-out sequences, unlabelled in its fit: the
         transductive labels the fit gives them (better than theta's on handwriting)."""
-        held = fold.extra["held_data"]
+        held = fold.extra.get("held_data")
         if held is None:
             return None
         return lambda q: self._q_labels(held, fold.layout, q)
