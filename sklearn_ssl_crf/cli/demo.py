@@ -3,7 +3,7 @@ command)."""
 
 import time
 
-from ..crf import CRF
+from ..crf_cv import CRFCV
 from ..datasets import make_sequences
 from ..featurize import WindowFeatures
 from ..metrics import flat_accuracy_score, span_f1_score
@@ -11,8 +11,7 @@ from ..self_training import SelfTrainingCRF
 from ..semi_supervised import EntropyRegularizedCRF
 from ..word_clusters import WordClusters
 
-N_LABELLED, N_UNLABELLED, N_DEV, N_TEST = 50, 1000, 200, 1000
-C2_GRID = (0.01, 0.1, 1.0)
+N_LABELLED, N_UNLABELLED, N_TEST = 50, 1000, 1000
 
 
 def add_parser(subparsers):
@@ -20,8 +19,9 @@ def add_parser(subparsers):
         "demo", help="supervised against semi-supervised training on synthetic data "
         "(the default)",
         description=f"On synthetic BIO-tagged sentences ({N_LABELLED} labelled, "
-        f"{N_UNLABELLED:,} unlabelled, {N_DEV} dev, {N_TEST:,} test), train the "
-        "supervised CRF and the semi-supervised estimators and print their test scores "
+        f"{N_UNLABELLED:,} unlabelled, {N_TEST:,} test), train the supervised CRF and the "
+        "semi-supervised estimators, each with its defaults (they choose their settings "
+        "by cross-validation over the labelled sentences), and print their test scores "
         "side by side.")
     parser.add_argument("--random-state", type=int, default=0, help="seed of the data")
     parser.set_defaults(run=run)
@@ -29,17 +29,18 @@ def add_parser(subparsers):
 
 
 def run(args):
-    X, y = make_sequences(N_LABELLED + N_UNLABELLED + N_DEV + N_TEST,
+    X, y = make_sequences(N_LABELLED + N_UNLABELLED + N_TEST,
                           random_state=args.random_state)
     X_labelled, y_labelled = X[:N_LABELLED], y[:N_LABELLED]
     X_unlabelled = X[N_LABELLED:N_LABELLED + N_UNLABELLED]
-    X_dev, y_dev = X[-N_TEST - N_DEV:-N_TEST], y[-N_TEST - N_DEV:-N_TEST]
     X_test, y_test = X[-N_TEST:], y[-N_TEST:]
     print(f"Synthetic BIO tagging data (sklearn_ssl_crf.datasets.make_sequences): "
-          f"{N_LABELLED} labelled, {N_UNLABELLED:,} unlabelled, {N_DEV} dev and "
-          f"{N_TEST:,} test sentences. The words carry no spelling cues, and many are shared "
-          f"by every label: the unlabelled sentences show which words occur in which "
-          f"contexts.\n")
+          f"{N_LABELLED} labelled, {N_UNLABELLED:,} unlabelled and {N_TEST:,} test "
+          f"sentences. The words carry no spelling cues, and many are shared by every "
+          f"label: the unlabelled sentences show which words occur in which contexts. Every "
+          f"model has its defaults and no dev set: each chooses its priors (and the "
+          f"semi-supervised ones their unlabelled term and iterations) by 5-fold "
+          f"cross-validation over the labelled sentences.\n")
 
     # Synthetic words are arbitrary strings: the word and its neighbours are the features.
     plain = WindowFeatures(window=1, suffixes=(), word_shape=False).fit(X_labelled)
@@ -47,27 +48,21 @@ def run(args):
         window=1, suffixes=(), word_shape=False,
         clusters=WordClusters(n_clusters=(16, 64), random_state=0),
     ).fit(X_labelled + X_unlabelled)
-
-    c2 = _best_c2(plain, X_labelled, y_labelled, X_dev, y_dev)
-    print(f"c2 = {c2:g} for every model, chosen on the dev sentences for the supervised CRF "
-          f"from {', '.join(map(str, C2_GRID))}.\n")
+    seed = {"random_state": 0}
     rows = [
-        ("CRF (labelled sentences only)", CRF(c2=c2), plain, False),
-        ("SelfTrainingCRF", SelfTrainingCRF(c2=c2, max_rounds=3), plain, True),
+        ("CRF (labelled sentences only)", CRFCV(**seed), plain, False),
+        ("SelfTrainingCRF", SelfTrainingCRF(**seed), plain, True),
         ("EntropyRegularizedCRF (entropy + label proportions)",
-         EntropyRegularizedCRF(gamma=0.1, proportion_weight=10, c2=c2), plain, True),
-        ("CRF + WordClusters from the unlabelled sentences", CRF(c2=c2), clustered, False),
-        ("EntropyRegularizedCRF + WordClusters",
-         EntropyRegularizedCRF(gamma=0.1, proportion_weight=10, c2=c2), clustered, True),
+         EntropyRegularizedCRF(**seed), plain, True),
+        ("CRF + WordClusters from the unlabelled sentences", CRFCV(**seed), clustered, False),
+        ("EntropyRegularizedCRF + WordClusters", EntropyRegularizedCRF(**seed), clustered,
+         True),
     ]
     print(f"{'model':<52}{'token acc':>10}{'span F1':>9}{'gain':>7}{'seconds':>9}")
     baseline = None
     for name, estimator, features, semi_supervised in rows:
         started = time.perf_counter()
-        # The semi-supervised estimators keep their iterate of best dev span F1.
-        extra = ({"X_unlabeled": features.transform(X_unlabelled),
-                  "X_dev": features.transform(X_dev), "y_dev": y_dev}
-                 if semi_supervised else {})
+        extra = {"X_unlabeled": features.transform(X_unlabelled)} if semi_supervised else {}
         estimator.fit(features.transform(X_labelled), y_labelled, **extra)
         predicted = estimator.predict(features.transform(X_test))
         seconds = time.perf_counter() - started
@@ -79,8 +74,3 @@ def run(args):
           "'sklearn-ssl-crf train --help' and the benchmarks in docs/benchmarks.md.")
     return 0
 
-
-def _best_c2(features, X, y, X_dev, y_dev):
-    train, dev = features.transform(X), features.transform(X_dev)
-    return max(C2_GRID, key=lambda c2: span_f1_score(y_dev, CRF(c2=c2).fit(train, y)
-                                                      .predict(dev)))
