@@ -230,6 +230,7 @@ def ner_draw(draw, X_train, y_train, X_test, y_test, args):
                                 X_unlabeled=U)
         fixed = fixed_setting_seconds(er, X, y_labelled, X_unlabeled=U)
         row = semi_supervised_row(er, seconds, fixed, None)
+        del row["error"]
         row["f1"] = 100 * span_f1_score(y_test, er.predict(T))
         rows[f"ER {name}"] = row
     return {"rows": rows}
@@ -255,10 +256,10 @@ def run_draws(name, args, run_one):
                 continue
             started = time.perf_counter()
             records[str(draw)] = run_one(draw)
+            path.write_text(json.dumps(records, indent=1, default=float))
             print(f"{name} draw {draw} in {time.perf_counter() - started:.0f} s: " + ", ".join(
                 f"{row} {values.get('error', values.get('f1')):.2f}"
                 for row, values in records[str(draw)]["rows"].items()), flush=True)
-            path.write_text(json.dumps(records, indent=1, default=float))
     return records
 
 

@@ -205,10 +205,11 @@ class CRF(BaseCRF):
         self._set_fitted_weights(result, layout)
         return self
 
-    def _minimize(self, objective, theta, callback=None, max_iterations=None, c1=None):
+    def _minimize(self, objective, theta, callback=None, max_iterations=None, c1=None,
+                  delta=None):
         """L-BFGS (OWL-QN when c1 > 0) on ``objective`` from ``theta``, for at most
         ``max_iterations`` iterations if given, and at most ``self.max_iterations``;
-        ``c1`` None: ``self.c1``."""
+        ``c1`` and ``delta`` None: the estimator's."""
         limits = [n for n in (self.max_iterations, max_iterations) if n is not None]
         with single_threaded_blas():
             return minimize_lbfgs(
@@ -218,7 +219,7 @@ class CRF(BaseCRF):
                 max_iterations=min(limits, default=None),
                 epsilon=self.epsilon,
                 period=self.period,
-                delta=self.delta,
+                delta=self.delta if delta is None else delta,
                 num_memories=self.num_memories,
                 callback=callback,
                 verbose=self.verbose,
