@@ -51,8 +51,8 @@ delta, min_freq, all_possible_states, all_possible_transitions, verbose, n_jobs
         'pseudo-labels unchanged', 'max_rounds reached', or why a held-out run stopped.
     rounds_ : list of dict
         Per round of the final fit: ``round``, ``changed_tokens`` (pseudo-labels that
-        changed; None for rounds 0 and 1), ``n_iter`` (L-BFGS iterations), and
-        ``validation_score`` with a dev set.
+        changed since the previous round; None for round 0), ``n_iter`` (L-BFGS
+        iterations), and ``validation_score`` with a dev set.
     training_log_ : list of dict
         As in `CRF`, over all rounds (``round`` key).
     best_params_, validation_scores_, cv_results_
