@@ -15,10 +15,14 @@ of a k-fold split of the labelled sequences in turn. On every held-out set it
    held-out set after every iteration (iteration 0 is the supervised start), until
    ``n_iter_no_change`` iterations pass without a better score;
 
-and takes the strength and number of iterations with the best mean score (ties go to fewer
-iterations, so the supervised start wins unless an iterate beats it). With folds, the model is
-then refitted on all labelled sequences with the chosen settings, running the chosen number
-of iterations; with a dev set, the chosen iterate itself is kept.
+and takes the strength and number of iterations by the estimator's rule (`_choose_strength`:
+the best mean score, or the runs' plateau), keeping the semi-supervised phase only if it
+beats the supervised start by ``tol``; ties go to fewer iterations. With folds, the model
+is then refitted on all labelled sequences with the chosen settings, running the chosen
+number of iterations; with a dev set, the chosen iterate itself is kept.
+
+Every fold's held-out sequences are scored by the estimator's own predictions: its weights,
+or what it labels them with during the fit when they are unlabelled there (graph-PR's q).
 """
 
 import copy
