@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from itertools import product
 from numbers import Integral, Real
 
+import joblib
 import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -39,6 +41,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._validation import check_labels
 from .crf import CRF
 from .metrics import check_scoring
+from .packing import ChunkedSequences
 
 __all__ = ["SemiSupervisedPath", "Problem", "Fold", "Phase", "logging_callback",
            "C1_CANDIDATES", "C2_CANDIDATES"]
@@ -52,6 +55,10 @@ C2_CANDIDATES = (1.0, 0.1, 0.01, 0.001)
 #: candidates (the estimator's ``delta`` if larger): on BC2GM it cut their L-BFGS
 #: iterations by 64 % and ranked the candidates alike.
 CV_DELTA = 1e-4
+
+#: The joblib backends under which `SemiSupervisedPath._over_held_sets` runs the held-out
+#: sets in worker processes.
+_PROCESS_BACKENDS = ("LokyBackend", "MultiprocessingBackend")
 
 #: Parameter constraints of a setting that selection may choose.
 SELECTABLE = [Interval(Real, 0, None, closed="left"), StrOptions({"auto"}), list, tuple]
@@ -187,24 +194,32 @@ class SemiSupervisedPath(CRF):
         self._say(f"selection on {where}: {len(penalties)} prior(s), {len(strengths)} "
                   "strength(s)")
         c1, c2, penalty_scores = self._choose_penalties(problem, held_sets, penalties)
-        runs = self._strength_paths(problem, held_sets, c1, c2, strengths)
+        if X_dev is not None:
+            kept = self._strength_runs(problem, *held_sets[0], c1, c2, strengths, keep=True)
+            scores = [[run.iterates.scores] for run in kept]
+        elif self._max_phase_iterations() != 0:
+            scores = [list(by_strength) for by_strength in zip(*self._over_held_sets(
+                "_strength_runs", problem, held_sets, c1, c2, strengths))]
+        else:
+            # A supervised estimator: the priors' scores are all there is to choose by.
+            scores = [[[score] for score in penalty_scores[penalties.index((c1, c2))]]]
         chosen, n_iterations, paths = self._choose_strength(
-            runs, self._max_phase_iterations(), dev=X_dev is not None)
+            scores, self._max_phase_iterations(), dev=X_dev is not None)
         settings = dict(c1=c1, c2=c2, **strengths[chosen])
         self.cv_results_ = _results(penalties, penalty_scores,
-                                    runs if self._max_phase_iterations() != 0 else [],
+                                    scores if self._max_phase_iterations() != 0 else [],
                                     strengths, paths, c1, c2)
         self._say(f"chose {_describe(settings)}, {n_iterations} iteration(s), in "
                   f"{time.perf_counter() - started:.1f} s")
         if X_dev is not None:
             # The dev set's own best iterate, of the chosen strength, or the start.
-            kept = runs[chosen][0]
-            iterates = kept.iterates
+            run = kept[chosen]
+            iterates = run.iterates
             iteration = iterates.best_iteration if n_iterations else 0
-            kept.result.theta, kept.result.state = (
+            run.result.theta, run.result.state = (
                 (iterates.best_theta, iterates.best_state) if iteration
                 else (iterates.start_theta, iterates.start_state))
-            self._finish_fit(problem, kept, settings, iteration, paths[chosen])
+            self._finish_fit(problem, run, settings, iteration, paths[chosen])
             return self
         refit = self._run(problem, np.arange(n_labelled), c1, c2, strengths[chosen],
                           n_iterations, None)
@@ -259,47 +274,75 @@ class SemiSupervisedPath(CRF):
 
     def _choose_penalties(self, problem, held_sets, penalties):
         """The (c1, c2) whose supervised fits score best on average over the held-out sets;
-        returns them and every candidate's scores (one list per candidate)."""
+        returns them and every candidate's scores (one row per candidate, one column per
+        held-out set)."""
         scores = np.zeros((len(penalties), len(held_sets)))
         if len(penalties) > 1:
-            for k, (train, held) in enumerate(held_sets):
-                theta, previous_c1 = None, None
-                # Supervised fits need only the labelled part of the estimator's fold.
-                fold = SemiSupervisedPath._fold(self, problem, train)
-                for j, (c1, c2) in enumerate(penalties):
-                    fold.c1, fold.c2 = c1, c2
-                    # From strong to weak L2 for each c1: each fit starts at the last one,
-                    # and stops at a looser relative improvement (delta): only the ranking
-                    # of the candidates is needed here.
-                    start = theta if c1 == previous_c1 else None
-                    theta = self._supervised_start(fold, start, delta=CV_DELTA).x
-                    previous_c1 = c1
-                    scores[j, k] = held.scorer(self, fold)(theta)
-                self._say(f"  priors, held-out set {k + 1}: " + ", ".join(
-                    f"{c2:g}/{c1:g}: {s:.4f}" for (c1, c2), s in zip(penalties, scores[:, k])))
+            scores = np.array(self._over_held_sets("_penalty_scores", problem, held_sets,
+                                                   penalties)).T
         best = _first_best(scores.mean(axis=1))
         return (*penalties[best], scores)
 
-    def _strength_paths(self, problem, held_sets, c1, c2, strengths):
-        """For each strength candidate, the run on each held-out set (scores per
-        iteration in ``iterates.scores``)."""
-        runs = [[] for _ in strengths]
-        for k, (train, held) in enumerate(held_sets):
-            fold = self._fold(problem, train)
-            fold.c1, fold.c2 = c1, c2
-            start = self._supervised_start(fold)
-            for j, strength in enumerate(strengths):
-                run = self._run(problem, train, c1, c2, strength,
-                                self._max_phase_iterations(), held, fold, start)
-                runs[j].append(run)
-                scores = run.iterates.scores
-                self._say(f"  {_describe(strength) or 'no unlabelled term'}, held-out set "
-                          f"{k + 1}: {scores[0]:.4f} at the start, best "
-                          f"{max(scores):.4f} at iteration {run.iterates.best_iteration} "
-                          f"of {len(scores) - 1}")
-        return runs
+    def _over_held_sets(self, method, problem, held_sets, *args):
+        """``[self.method(problem, train, held, *args, k=k) for each held-out set k]``.
 
-    def _choose_strength(self, runs, cap, dev=False):
+        With ``n_jobs`` > 1 under a process-based joblib backend (loky, the default, or
+        multiprocessing), the held-out sets are shared out to that many worker processes,
+        each running its sets' fits one after another on a copy of the estimator whose
+        chunks are summed in the worker itself: a fold is a coarser, better-balanced unit
+        of work than a chunk (selection's fits see a few chunks at most). The results are
+        the same as in one process. Other backends (threading, dask) keep the folds in
+        turn and share out the chunk sums."""
+        n_jobs = min(effective_n_jobs(self.n_jobs), len(held_sets))
+        backend, _ = joblib.parallel.get_active_backend()
+        if n_jobs < 2 or type(backend).__name__ not in _PROCESS_BACKENDS:
+            return [getattr(self, method)(problem, train, held, *args, k=k)
+                    for k, (train, held) in enumerate(held_sets)]
+        worker = copy.copy(self)
+        worker.n_jobs = 1
+        return Parallel(n_jobs=n_jobs)(
+            delayed(_in_worker)(worker, method, problem, train, held, *args, k=k)
+            for k, (train, held) in enumerate(held_sets))
+
+    def _penalty_scores(self, problem, train, held, penalties, k=0):
+        """The held-out scores of the supervised fits at each (c1, c2) candidate, on the
+        held-out set ``held`` (number ``k``) of the labelled sequences ``train``."""
+        scores, theta, previous_c1 = [], None, None
+        # Supervised fits need only the labelled part of the estimator's fold.
+        fold = SemiSupervisedPath._fold(self, problem, train)
+        for c1, c2 in penalties:
+            fold.c1, fold.c2 = c1, c2
+            # From strong to weak L2 for each c1: each fit starts at the last one, and
+            # stops at a looser relative improvement (delta): only the ranking of the
+            # candidates is needed here.
+            start = theta if c1 == previous_c1 else None
+            theta = self._supervised_start(fold, start, delta=CV_DELTA).x
+            previous_c1 = c1
+            scores.append(held.scorer(self, fold)(theta))
+        self._say(f"  priors, held-out set {k + 1}: " + ", ".join(
+            f"{c2:g}/{c1:g}: {s:.4f}" for (c1, c2), s in zip(penalties, scores)))
+        return scores
+
+    def _strength_runs(self, problem, train, held, c1, c2, strengths, k=0, keep=False):
+        """For each strength candidate, the run from the supervised start at (c1, c2) on
+        the labelled sequences ``train``, scored on the held-out set ``held`` (number
+        ``k``) at every iteration: the runs if ``keep``, else their scores."""
+        fold = self._fold(problem, train)
+        fold.c1, fold.c2 = c1, c2
+        start = self._supervised_start(fold)
+        runs = []
+        for strength in strengths:
+            run = self._run(problem, train, c1, c2, strength, self._max_phase_iterations(),
+                            held, fold, start)
+            runs.append(run)
+            scores = run.iterates.scores
+            self._say(f"  {_describe(strength) or 'no unlabelled term'}, held-out set "
+                      f"{k + 1}: {scores[0]:.4f} at the start, best "
+                      f"{max(scores):.4f} at iteration {run.iterates.best_iteration} "
+                      f"of {len(scores) - 1}")
+        return runs if keep else [run.iterates.scores for run in runs]
+
+    def _choose_strength(self, scores, cap, dev=False):
         """The strength and number of iterations to refit with, by the estimator's
         ``_iterations_rule``:
 
@@ -314,13 +357,13 @@ class SemiSupervisedPath(CRF):
         (iteration 0) by at least ``tol``. Ties go to the earlier candidate and to fewer
         iterations."""
         paths, gains, iterations = [], [], []
-        for strength_runs in runs:
-            length = max(len(run.iterates.scores) for run in strength_runs)
-            path = np.mean([_padded(run.iterates.scores, length) for run in strength_runs],
+        for strength_scores in scores:
+            length = max(len(run_scores) for run_scores in strength_scores)
+            path = np.mean([_padded(run_scores, length) for run_scores in strength_scores],
                            axis=0)
             paths.append(path.tolist())
             if self._iterations_rule == "end" and not dev:
-                gains.append(np.mean([run.iterates.scores[-1] for run in strength_runs])
+                gains.append(np.mean([run_scores[-1] for run_scores in strength_scores])
                              - path[0])
                 iterations.append(cap)
             else:
@@ -532,21 +575,22 @@ def _describe(settings):
     return ", ".join(f"{name}={value:g}" for name, value in settings.items())
 
 
-def _results(penalties, penalty_scores, runs, strengths, paths, c1, c2):
+def _results(penalties, penalty_scores, scores, strengths, paths, c1, c2):
     """`cv_results_`, in `GridSearchCV`'s form: one row per (c1, c2) candidate when there
     were several (supervised, iteration 0), then one per strength candidate at the chosen
-    priors and its best mean number of iterations (``n_iter``), unless ``runs`` is empty
-    (an estimator without a semi-supervised phase)."""
+    priors and its best mean number of iterations (``n_iter``), from ``scores`` (per
+    strength, per held-out set, the score at each iteration), unless it is empty (an
+    estimator without a semi-supervised phase)."""
     params, split_scores = [], []
     if len(penalties) > 1:
-        for (p1, p2), scores in zip(penalties, penalty_scores):
+        for (p1, p2), penalty_split_scores in zip(penalties, penalty_scores):
             params.append({"c1": p1, "c2": p2, "n_iter": 0})
-            split_scores.append(scores)
-    for strength, strength_runs, path in zip(strengths, runs, paths):
+            split_scores.append(penalty_split_scores)
+    for strength, strength_scores, path in zip(strengths, scores, paths):
         n_iter = int(np.argmax(path))
         params.append({"c1": c1, "c2": c2, **strength, "n_iter": n_iter})
-        split_scores.append([_padded(run.iterates.scores, n_iter + 1)[n_iter]
-                             for run in strength_runs])
+        split_scores.append([_padded(run_scores, n_iter + 1)[n_iter]
+                             for run_scores in strength_scores])
     split_scores = np.array(split_scores)
     mean = split_scores.mean(axis=1)
     results = {"params": params, "mean_test_score": mean,
@@ -556,3 +600,12 @@ def _results(penalties, penalty_scores, runs, strengths, paths, c1, c2):
     for k in range(split_scores.shape[1]):
         results[f"split{k}_test_score"] = split_scores[:, k]
     return results
+
+
+def _in_worker(estimator, method, problem, *args, **kwargs):
+    """``estimator.method(problem, *args, **kwargs)`` in a worker process, on its own copy
+    of the problem, whose chunks it sums itself (no pool of its own)."""
+    for data in problem.extra.values():
+        if isinstance(data, ChunkedSequences):
+            data.n_jobs = 1
+    return getattr(estimator, method)(problem, *args, **kwargs)

@@ -1,6 +1,8 @@
 """The shared training path: selection on a dev set or by cross-validation, its special
 cases and its errors, for every estimator that chooses its settings."""
 
+import os
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -165,6 +167,39 @@ def test_same_model_for_any_n_jobs_and_the_same_random_state(synthetic, estimato
     # Another seed draws other folds.
     assert fits[3].cv_results_["split0_test_score"].tolist() != \
         fits[0].cv_results_["split0_test_score"].tolist()
+
+
+class ProcessRecordingScorer:
+    """Token accuracy, leaving a file named by the id of the process that scored."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __call__(self, estimator, X, y):
+        (self.folder / str(os.getpid())).touch()
+        return flat_accuracy_score(y, estimator.predict(X))
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_folds_run_in_worker_processes_under_n_jobs(synthetic, tmp_path, n_jobs):
+    X, y = synthetic
+    folder = tmp_path / str(n_jobs)
+    folder.mkdir()
+    model = EntropyRegularizedCRF(gamma=[0.0, 0.5], max_iterations=10, cv=3, n_jobs=n_jobs,
+                                  scoring=ProcessRecordingScorer(folder), random_state=0)
+    model.fit(X[:30], y[:30], X_unlabeled=X[30:70])
+    scored_in = {int(path.name) for path in folder.iterdir()}
+    if n_jobs == 1:
+        assert scored_in == {os.getpid()}
+    else:
+        # Every fold's fits were scored in worker processes, none here.
+        assert scored_in and os.getpid() not in scored_in
+    reference = EntropyRegularizedCRF(gamma=[0.0, 0.5], max_iterations=10, cv=3,
+                                      scoring="flat_accuracy", random_state=0)
+    reference.fit(X[:30], y[:30], X_unlabeled=X[30:70])
+    np.testing.assert_array_equal(model.state_weights_, reference.state_weights_)
+    np.testing.assert_array_equal(model.cv_results_["mean_test_score"],
+                                  reference.cv_results_["mean_test_score"])
 
 
 def test_grid_search_over_fixed_settings_keeps_them(synthetic):
