@@ -135,8 +135,8 @@ def pos_draw(draw, sentences, tags, args):
     gold = [tags[i] for i in unlabelled]
     y_partial = y_labelled + [None] * len(unlabelled)
     n = len(labelled)
-    rows, fits = {}, {"random_state": draw}
-    crf, seconds = timed_fit(CRFCV(random_state=draw), X[:n], y_labelled)
+    rows, fits = {}, {"random_state": draw, "n_jobs": args.n_jobs}
+    crf, seconds = timed_fit(CRFCV(**fits), X[:n], y_labelled)
     rows["CRFCV"] = {"error": token_errors(crf.predict(X[n:]), gold), "seconds": seconds,
                      "best_params": crf.best_params_}
     rows["sklearn-crfsuite 0.1/0.1"] = {
@@ -193,13 +193,14 @@ def ocr_draw(draw, images, labels, vectors, args):
     y_partial = y_labelled + [None] * len(unlabelled)
     gold = [labels[i] for i in unlabelled]
     rows = {}
-    crf, seconds = timed_fit(CRFCV(order=args.order, random_state=draw), X[:n], y_labelled)
+    fits = {"order": args.order, "random_state": draw, "n_jobs": args.n_jobs}
+    crf, seconds = timed_fit(CRFCV(**fits), X[:n], y_labelled)
     rows["CRFCV"] = {"error": token_errors(crf.predict(X[n:]), gold), "seconds": seconds,
                      "best_params": crf.best_params_}
     gp, seconds = timed_fit(GraphPropagation(graph=graph, max_iterations=GP_ITERATIONS),
                             X, y_partial)
     rows["GP"] = {"error": token_errors(gp.transduction_[n:], gold), "seconds": seconds}
-    pr, seconds = timed_fit(GraphPRCRF(graph=graph, order=args.order, random_state=draw),
+    pr, seconds = timed_fit(GraphPRCRF(graph=graph, **fits),
                             X, y_partial)
     fixed = fixed_setting_seconds(pr, X, y_partial)
     rows["PR"] = semi_supervised_row(pr, seconds, fixed,
@@ -231,13 +232,14 @@ def ner_draw(draw, X_train, y_train, X_test, y_test, args):
     for name, features in (("plain", plain), ("clusters", clusters)):
         X, U, T = (features.transform(part) for part in
                    (sentences, [X_train[i] for i in unlabelled], X_test))
-        crf, seconds = timed_fit(CRFCV(random_state=draw), X, y_labelled)
+        fits = {"random_state": draw, "n_jobs": args.n_jobs}
+        crf, seconds = timed_fit(CRFCV(**fits), X, y_labelled)
         rows[f"CRFCV {name}"] = {"f1": 100 * span_f1_score(y_test, crf.predict(T)),
                                  "seconds": seconds, "best_params": crf.best_params_}
         if name == "plain":
             rows["sklearn-crfsuite 0.1/0.1 plain"] = {
                 "f1": 100 * span_f1_score(y_test, crfsuite_predict(X, y_labelled, T))}
-        er, seconds = timed_fit(EntropyRegularizedCRF(random_state=draw), X, y_labelled,
+        er, seconds = timed_fit(EntropyRegularizedCRF(**fits), X, y_labelled,
                                 X_unlabeled=U)
         fixed = fixed_setting_seconds(er, X, y_labelled, X_unlabeled=U)
         row = semi_supervised_row(er, seconds, fixed, None)
@@ -317,6 +319,8 @@ def main(argv=None):
                         help="the chain's order in part ocr")
     parser.add_argument("--no-entropy", action="store_true",
                         help="part pos without EntropyRegularizedCRF")
+    parser.add_argument("--n-jobs", type=int, default=None,
+                        help="n_jobs of every estimator (the folds' fits run in parallel)")
     parser.add_argument("--json", default="/tmp/bench_defaults_PART.json")
     parser.add_argument("--report", action="store_true")
     parser.add_argument("--quick", action="store_true", help="smoke run on small data")

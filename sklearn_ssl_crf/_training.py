@@ -9,8 +9,9 @@ iterations of its objective term or E-step). Everything else is written here onc
 Selection runs the path on held-out labelled data: the user's ``X_dev, y_dev``, or each fold
 of a k-fold split of the labelled sequences in turn. On every held-out set it
 
-1. fits the supervised start at each (c1, c2) candidate, from strong to weak priors, each fit
-   starting at the previous optimum, and keeps the pair with the best mean held-out score;
+1. fits the supervised start at each prior candidate (c1, c2 and, at order 2,
+   c2_transitions), from strong to weak priors, each fit starting at the previous optimum,
+   and keeps the priors with the best mean held-out score;
 2. from that start, runs the semi-supervised phase at each strength candidate, scoring the
    held-out set after every iteration (iteration 0 is the supervised start), until
    ``n_iter_no_change`` iterations pass without a better score;
@@ -23,6 +24,8 @@ number of iterations; with a dev set, the chosen iterate itself is kept.
 
 Every fold's held-out sequences are scored by the estimator's own predictions: its weights,
 or what it labels them with during the fit when they are unlabelled there (graph-PR's q).
+With ``n_jobs`` > 1 the folds' fits of each step run in worker processes
+(`SemiSupervisedPath._over_held_sets`).
 """
 
 import copy
@@ -44,14 +47,21 @@ from .metrics import check_scoring
 from .packing import ChunkedSequences
 
 __all__ = ["SemiSupervisedPath", "Problem", "Fold", "Phase", "logging_callback",
-           "C1_CANDIDATES", "C2_CANDIDATES"]
+           "C1_CANDIDATES", "C2_CANDIDATES", "C2_TRANSITIONS_CANDIDATES"]
 
 #: The candidates of ``c1='auto'`` and ``c2='auto'``: no L1 or a little, and L2 from
 #: CRFsuite's default (right for about 10,000 labelled sentences) down to 1/1000 of it.
 C1_CANDIDATES = (0.0, 0.1)
 C2_CANDIDATES = (1.0, 0.1, 0.01, 0.001)
+#: The candidates of ``c2_transitions='auto'`` at order 2 (None: the transitions follow
+#: ``c2``); at order 1 'auto' is None alone, CRFsuite's one prior. A second-order chain has
+#: S times more transition weights than a first-order one, each seen a few times in a few
+#: hundred labelled sequences, while the emission weights see many firings per token: on
+#: handwriting (110 words) the best order-2 CRFs had transitions 100 times less penalised
+#: than emissions, and ``c2_transitions`` following ``c2`` made 3 times the error.
+C2_TRANSITIONS_CANDIDATES = (None, 0.01, 0.001)
 
-#: The stopping rule's relative improvement for the held-out fits that rank the (c1, c2)
+#: The stopping rule's relative improvement for the held-out fits that rank the prior
 #: candidates (the estimator's ``delta`` if larger): on BC2GM it cut their L-BFGS
 #: iterations by 64 % and ranked the candidates alike.
 CV_DELTA = 1e-4
@@ -96,13 +106,18 @@ class Problem:
 class Fold:
     """The labelled part of one training run at fixed priors: the estimator's `_fold` fills
     ``labelled`` (packed labelled sequences) and ``layout``, and anything of its own in
-    ``extra``."""
+    ``extra``; `SemiSupervisedPath._set_priors` the priors."""
 
     labelled: object
     layout: object
     c1: float = 0.0
     c2: float = 1.0
+    c2_transitions: float = None
     extra: dict = field(default_factory=dict)
+
+    def l2_strengths(self):
+        """The L2 strength of every weight at the fold's priors."""
+        return self.layout.l2_strengths(self.c2, self.c2_transitions)
 
 
 class _Iterates:
@@ -153,6 +168,7 @@ class SemiSupervisedPath(CRF):
         **CRF._parameter_constraints,
         "c1": SELECTABLE,
         "c2": SELECTABLE,
+        "c2_transitions": [*SELECTABLE, None],
         "cv": ["cv_object"],
         "scoring": [None, str, callable],
         "early_stopping": ["boolean"],
@@ -176,12 +192,12 @@ class SemiSupervisedPath(CRF):
             self.early_stopping and self._max_phase_iterations() != 0)
         if not selects:
             # One run; a dev set is only scored.
-            (c1, c2), strength = penalties[0], strengths[0]
+            priors, strength = penalties[0], strengths[0]
             held = None if X_dev is None else self._held_out_dev(X_dev, y_dev)
-            run = self._run(problem, np.arange(n_labelled), c1, c2, strength,
+            run = self._run(problem, np.arange(n_labelled), priors, strength,
                             self._max_phase_iterations(), held, patience=None)
             self.cv_results_ = None
-            self._finish_fit(problem, run, dict(c1=c1, c2=c2, **strength),
+            self._finish_fit(problem, run, dict(**priors, **strength),
                              run.result.n_iter, run.iterates.scores or None)
             return self
 
@@ -193,22 +209,22 @@ class SemiSupervisedPath(CRF):
         where = "the dev set" if X_dev is not None else f"{len(held_sets)} folds"
         self._say(f"selection on {where}: {len(penalties)} prior(s), {len(strengths)} "
                   "strength(s)")
-        c1, c2, penalty_scores = self._choose_penalties(problem, held_sets, penalties)
+        priors, penalty_scores = self._choose_penalties(problem, held_sets, penalties)
         if X_dev is not None:
-            kept = self._strength_runs(problem, *held_sets[0], c1, c2, strengths, keep=True)
+            kept = self._strength_runs(problem, *held_sets[0], priors, strengths, keep=True)
             scores = [[run.iterates.scores] for run in kept]
         elif self._max_phase_iterations() != 0:
             scores = [list(by_strength) for by_strength in zip(*self._over_held_sets(
-                "_strength_runs", problem, held_sets, c1, c2, strengths))]
+                "_strength_runs", problem, held_sets, priors, strengths))]
         else:
             # A supervised estimator: the priors' scores are all there is to choose by.
-            scores = [[[score] for score in penalty_scores[penalties.index((c1, c2))]]]
+            scores = [[[score] for score in penalty_scores[penalties.index(priors)]]]
         chosen, n_iterations, paths = self._choose_strength(
             scores, self._max_phase_iterations(), dev=X_dev is not None)
-        settings = dict(c1=c1, c2=c2, **strengths[chosen])
+        settings = dict(**priors, **strengths[chosen])
         self.cv_results_ = _results(penalties, penalty_scores,
                                     scores if self._max_phase_iterations() != 0 else [],
-                                    strengths, paths, c1, c2)
+                                    strengths, paths, priors)
         self._say(f"chose {_describe(settings)}, {n_iterations} iteration(s), in "
                   f"{time.perf_counter() - started:.1f} s")
         if X_dev is not None:
@@ -221,19 +237,19 @@ class SemiSupervisedPath(CRF):
                 else (iterates.start_theta, iterates.start_state))
             self._finish_fit(problem, run, settings, iteration, paths[chosen])
             return self
-        refit = self._run(problem, np.arange(n_labelled), c1, c2, strengths[chosen],
+        refit = self._run(problem, np.arange(n_labelled), priors, strengths[chosen],
                           n_iterations, None)
         self._finish_fit(problem, refit, settings, refit.result.n_iter, paths[chosen])
         return self
 
-    def _run(self, problem, train, c1, c2, strength, max_iterations, held, fold=None,
+    def _run(self, problem, train, priors, strength, max_iterations, held, fold=None,
              supervised=None, patience="default"):
-        """Supervised start on the labelled sequences ``train`` (unless given, with its
-        fold), then the semi-supervised phase; ``held`` (a `_HeldOut`, or None) scores
-        every iterate. Returns a `_Run`."""
+        """Supervised start on the labelled sequences ``train`` at ``priors`` (unless given,
+        with its fold), then the semi-supervised phase; ``held`` (a `_HeldOut`, or None)
+        scores every iterate. Returns a `_Run`."""
         if fold is None:
             fold = self._fold(problem, train)
-            fold.c1, fold.c2 = c1, c2
+            self._set_priors(fold, priors)
         if supervised is None:
             supervised = self._supervised_start(fold)
         theta = supervised.x
@@ -268,12 +284,17 @@ class SemiSupervisedPath(CRF):
         from .crf import _penalised_negative_log_likelihood
 
         return _penalised_negative_log_likelihood(fold.labelled, fold.layout,
-                                                  self._l2(fold.layout, fold.c2))
+                                                  fold.l2_strengths())
+
+    def _set_priors(self, fold, priors):
+        """Set the fold's priors from a candidate of `_penalty_candidates`."""
+        fold.c1, fold.c2 = priors["c1"], priors["c2"]
+        fold.c2_transitions = priors.get("c2_transitions", self._transition_candidates()[0])
 
     # -- selection -----------------------------------------------------------------------
 
     def _choose_penalties(self, problem, held_sets, penalties):
-        """The (c1, c2) whose supervised fits score best on average over the held-out sets;
+        """The priors whose supervised fits score best on average over the held-out sets;
         returns them and every candidate's scores (one row per candidate, one column per
         held-out set)."""
         scores = np.zeros((len(penalties), len(held_sets)))
@@ -281,7 +302,7 @@ class SemiSupervisedPath(CRF):
             scores = np.array(self._over_held_sets("_penalty_scores", problem, held_sets,
                                                    penalties)).T
         best = _first_best(scores.mean(axis=1))
-        return (*penalties[best], scores)
+        return penalties[best], scores
 
     def _over_held_sets(self, method, problem, held_sets, *args):
         """``[self.method(problem, train, held, *args, k=k) for each held-out set k]``.
@@ -305,34 +326,35 @@ class SemiSupervisedPath(CRF):
             for k, (train, held) in enumerate(held_sets))
 
     def _penalty_scores(self, problem, train, held, penalties, k=0):
-        """The held-out scores of the supervised fits at each (c1, c2) candidate, on the
+        """The held-out scores of the supervised fits at each prior candidate, on the
         held-out set ``held`` (number ``k``) of the labelled sequences ``train``."""
-        scores, theta, previous_c1 = [], None, None
+        scores, theta, previous = [], None, None
         # Supervised fits need only the labelled part of the estimator's fold.
         fold = SemiSupervisedPath._fold(self, problem, train)
-        for c1, c2 in penalties:
-            fold.c1, fold.c2 = c1, c2
-            # From strong to weak L2 for each c1: each fit starts at the last one, and
-            # stops at a looser relative improvement (delta): only the ranking of the
-            # candidates is needed here.
-            start = theta if c1 == previous_c1 else None
+        for priors in penalties:
+            self._set_priors(fold, priors)
+            # From strong to weak L2 for each c1 and c2_transitions: each fit starts at the
+            # last one, and stops at a looser relative improvement (delta): only the
+            # ranking of the candidates is needed here.
+            path = (fold.c1, fold.c2_transitions)
+            start = theta if path == previous else None
             theta = self._supervised_start(fold, start, delta=CV_DELTA).x
-            previous_c1 = c1
+            previous = path
             scores.append(held.scorer(self, fold)(theta))
         self._say(f"  priors, held-out set {k + 1}: " + ", ".join(
-            f"{c2:g}/{c1:g}: {s:.4f}" for (c1, c2), s in zip(penalties, scores)))
+            f"{_describe(priors)}: {s:.4f}" for priors, s in zip(penalties, scores)))
         return scores
 
-    def _strength_runs(self, problem, train, held, c1, c2, strengths, k=0, keep=False):
-        """For each strength candidate, the run from the supervised start at (c1, c2) on
+    def _strength_runs(self, problem, train, held, priors, strengths, k=0, keep=False):
+        """For each strength candidate, the run from the supervised start at ``priors`` on
         the labelled sequences ``train``, scored on the held-out set ``held`` (number
         ``k``) at every iteration: the runs if ``keep``, else their scores."""
         fold = self._fold(problem, train)
-        fold.c1, fold.c2 = c1, c2
+        self._set_priors(fold, priors)
         start = self._supervised_start(fold)
         runs = []
         for strength in strengths:
-            run = self._run(problem, train, c1, c2, strength, self._max_phase_iterations(),
+            run = self._run(problem, train, priors, strength, self._max_phase_iterations(),
                             held, fold, start)
             runs.append(run)
             scores = run.iterates.scores
@@ -415,9 +437,18 @@ class SemiSupervisedPath(CRF):
     # -- settings ------------------------------------------------------------------------
 
     def _penalty_candidates(self):
-        """(c1, c2) pairs, for each c1 from strong to weak c2."""
-        return [(c1, c2) for c1 in _candidates("c1", self.c1, C1_CANDIDATES)
+        """The priors to choose from, as dicts of ``c1``, ``c2`` and, where there are
+        several candidates for it, ``c2_transitions``: for each c1 and c2_transitions, from
+        strong to weak c2."""
+        transitions = self._transition_candidates()
+        shown = len(transitions) > 1
+        return [dict(c1=c1, c2=c2, **({"c2_transitions": t} if shown else {}))
+                for c1 in _candidates("c1", self.c1, C1_CANDIDATES) for t in transitions
                 for c2 in sorted(_candidates("c2", self.c2, C2_CANDIDATES), reverse=True)]
+
+    def _transition_candidates(self):
+        auto = C2_TRANSITIONS_CANDIDATES if self.order == 2 else (None,)
+        return _candidates("c2_transitions", self.c2_transitions, auto)
 
     def _strength_candidates(self):
         """Every combination of the strength parameters' candidates, as dicts."""
@@ -572,23 +603,24 @@ def _padded(scores, length):
 
 
 def _describe(settings):
-    return ", ".join(f"{name}={value:g}" for name, value in settings.items())
+    return ", ".join(f"{name}={value}" if value is None else f"{name}={value:g}"
+                     for name, value in settings.items())
 
 
-def _results(penalties, penalty_scores, scores, strengths, paths, c1, c2):
-    """`cv_results_`, in `GridSearchCV`'s form: one row per (c1, c2) candidate when there
+def _results(penalties, penalty_scores, scores, strengths, paths, priors):
+    """`cv_results_`, in `GridSearchCV`'s form: one row per prior candidate when there
     were several (supervised, iteration 0), then one per strength candidate at the chosen
-    priors and its best mean number of iterations (``n_iter``), from ``scores`` (per
+    ``priors`` and its best mean number of iterations (``n_iter``), from ``scores`` (per
     strength, per held-out set, the score at each iteration), unless it is empty (an
     estimator without a semi-supervised phase)."""
     params, split_scores = [], []
     if len(penalties) > 1:
-        for (p1, p2), penalty_split_scores in zip(penalties, penalty_scores):
-            params.append({"c1": p1, "c2": p2, "n_iter": 0})
+        for candidate, penalty_split_scores in zip(penalties, penalty_scores):
+            params.append({**candidate, "n_iter": 0})
             split_scores.append(penalty_split_scores)
     for strength, strength_scores, path in zip(strengths, scores, paths):
         n_iter = int(np.argmax(path))
-        params.append({"c1": c1, "c2": c2, **strength, "n_iter": n_iter})
+        params.append({**priors, **strength, "n_iter": n_iter})
         split_scores.append([_padded(run_scores, n_iter + 1)[n_iter]
                              for run_scores in strength_scores])
     split_scores = np.array(split_scores)

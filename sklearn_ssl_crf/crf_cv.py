@@ -22,16 +22,21 @@ class CRFCV(SemiSupervisedPath):
         L1 strength; 'auto': chosen among 0 and 0.1; a list: chosen among its values.
     c2 : float, list of float or 'auto', default='auto'
         L2 strength; 'auto': chosen among 1, 0.1, 0.01 and 0.001.
+    c2_transitions : float, list of float, None or 'auto', default='auto'
+        L2 strength of the transition weights (as in `CRF`; None: ``c2``). 'auto': None
+        at order 1; at order 2 chosen among None, 0.01 and 0.001 (a second-order chain's
+        many transition weights want a weaker prior than its emissions).
     cv, scoring, random_state
         As in `EntropyRegularizedCRF`.
-    algorithm, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
+    algorithm, order, max_iterations, num_memories, epsilon, period, \
 delta, min_freq, all_possible_states, all_possible_transitions, verbose, n_jobs
         As in `CRF`.
 
     Attributes
     ----------
     best_params_ : dict
-        The chosen ``c1`` and ``c2``.
+        The chosen ``c1`` and ``c2``, and ``c2_transitions`` where it was chosen among
+        several candidates (order 2).
     cv_results_ : dict or None
         Every candidate's held-out scores, as in `EntropyRegularizedCRF`.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
@@ -67,7 +72,7 @@ training_log_, termination_condition_, vectorizer_
         random_state=None,
         algorithm="lbfgs",
         order=1,
-        c2_transitions=None,
+        c2_transitions="auto",
         max_iterations=None,
         num_memories=6,
         epsilon=1e-5,

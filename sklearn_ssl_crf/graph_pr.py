@@ -112,7 +112,7 @@ class GraphPRCRF(SemiSupervisedPath):
         How labels are read from a model: the best sequence, or the most probable label of
         each token (max marginals, as in the paper). Used by ``predict``, the dev scores
         and ``transduction_``.
-    c1, c2, cv, scoring, early_stopping, random_state
+    c1, c2, c2_transitions, cv, scoring, early_stopping, random_state
         As in `EntropyRegularizedCRF`.
     tol : float, default=0.0
         EM is kept only if its best mean held-out score beats the supervised start's by
@@ -120,7 +120,7 @@ class GraphPRCRF(SemiSupervisedPath):
     n_iter_no_change : int or None, default=5
         A held-out run stops after this many EM iterations without a better score (on
         handwriting the held-out error still fell after plateaus of 3 iterations).
-    algorithm, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
+    algorithm, order, max_iterations, num_memories, epsilon, period, \
 delta, min_freq, all_possible_states, all_possible_transitions, verbose
         As in `CRF`; they apply to the supervised start and to every M-step
         (``max_iterations`` bounds each; see also ``mstep_iterations``). ``verbose`` also
@@ -151,7 +151,8 @@ delta, min_freq, all_possible_states, all_possible_transitions, verbose
     best_iteration_ : int
         The EM iteration whose theta and q were kept (0: the supervised CRF).
     best_params_ : dict
-        The settings used: ``c1``, ``c2``, ``lam``.
+        The settings used: ``c1``, ``c2``, ``lam``, and ``c2_transitions`` where it was
+        chosen among several candidates (order 2).
     validation_scores_, cv_results_
         As in `EntropyRegularizedCRF`, per EM iteration.
     termination_condition_ : str
@@ -221,7 +222,7 @@ vectorizer_
         random_state=None,
         algorithm="lbfgs",
         order=1,
-        c2_transitions=None,
+        c2_transitions="auto",
         max_iterations=None,
         num_memories=6,
         epsilon=1e-5,

@@ -29,7 +29,7 @@ class SelfTrainingCRF(SemiSupervisedPath):
     ----------
     max_rounds : int, default=10
         Maximum number of retraining rounds after the first supervised fit.
-    c1, c2, cv, scoring, early_stopping, random_state
+    c1, c2, c2_transitions, cv, scoring, early_stopping, random_state
         As in `EntropyRegularizedCRF`; ``c1`` and ``c2`` apply to every round.
     n_iter_no_change : int or None, default=2
         A held-out run stops after this many rounds without a better score.
@@ -37,7 +37,7 @@ class SelfTrainingCRF(SemiSupervisedPath):
         Self-training is kept only if its best mean held-out score beats the supervised
         CRF's by at least this (it was 2-4 span F1 points worse on BC2GM); the refit runs
         to the round of that best score.
-    algorithm, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
+    algorithm, order, max_iterations, num_memories, epsilon, period, \
 delta, min_freq, all_possible_states, all_possible_transitions, verbose, n_jobs
         As in `CRF`, for every round.
 
@@ -81,7 +81,7 @@ vectorizer_
         random_state=None,
         algorithm="lbfgs",
         order=1,
-        c2_transitions=None,
+        c2_transitions="auto",
         max_iterations=None,
         num_memories=6,
         epsilon=1e-5,

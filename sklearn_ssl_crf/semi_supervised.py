@@ -68,6 +68,10 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
         L1 strength (as in `CRF`); 'auto': chosen among 0 and 0.1.
     c2 : float, list of float or 'auto', default='auto'
         L2 strength (as in `CRF`); 'auto': chosen among 1, 0.1, 0.01 and 0.001.
+    c2_transitions : float, list of float, None or 'auto', default='auto'
+        L2 strength of the transition weights (as in `CRF`; None: ``c2``). 'auto': None
+        at order 1; at order 2 chosen among None, 0.01 and 0.001 (a second-order chain's
+        many transition weights want a weaker prior than its emissions).
     cv : int, cross-validation generator or iterable, default=5
         The folds of the labelled sequences that selection holds out in turn when no
         ``X_dev`` is given: an int k gives k shuffled folds (``random_state``) that put the
@@ -95,7 +99,7 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
         Shuffles the folds of ``cv`` (an int).
     semi_supervised_iterations : int or None, default=100
         Maximum L-BFGS iterations of the semi-supervised phase (None: to convergence).
-    algorithm, order, c2_transitions, max_iterations, num_memories, epsilon, period, \
+    algorithm, order, max_iterations, num_memories, epsilon, period, \
 delta, min_freq, all_possible_states, all_possible_transitions, verbose
         As in `CRF`; ``max_iterations`` bounds every L-BFGS run (the supervised start and
         the semi-supervised phase).
@@ -106,7 +110,8 @@ delta, min_freq, all_possible_states, all_possible_transitions, verbose
     Attributes
     ----------
     best_params_ : dict
-        The settings used: ``c1``, ``c2``, ``gamma``, ``proportion_weight``.
+        The settings used: ``c1``, ``c2``, ``gamma``, ``proportion_weight``, and
+        ``c2_transitions`` where it was chosen among several candidates (order 2).
     best_iteration_ : int
         The semi-supervised iteration whose weights were kept (0: the supervised start).
     n_iter_ : int
@@ -180,7 +185,7 @@ termination_condition_, vectorizer_
         semi_supervised_iterations=100,
         algorithm="lbfgs",
         order=1,
-        c2_transitions=None,
+        c2_transitions="auto",
         max_iterations=None,
         num_memories=6,
         epsilon=1e-5,
@@ -284,7 +289,7 @@ termination_condition_, vectorizer_
         """``theta -> (value, gradient)`` of minus the full objective, and a dict holding the
         parts of the last evaluation."""
         layout = fold.layout
-        strengths = self._l2(layout, fold.c2)
+        strengths = fold.l2_strengths()
         supervised = _penalised_negative_log_likelihood(fold.labelled, layout, strengths)
         n_unlabelled = sum(chunk.n_tokens for chunk in unlabelled_data.chunks)
         proportions = LabelProportionPenalty(fold.extra["target"], n_unlabelled)
@@ -363,7 +368,7 @@ transition_features_, size_, termination_condition_, vectorizer_
         semi_supervised_iterations=100,
         algorithm="lbfgs",
         order=1,
-        c2_transitions=None,
+        c2_transitions="auto",
         max_iterations=None,
         num_memories=6,
         epsilon=1e-5,

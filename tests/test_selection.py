@@ -147,6 +147,39 @@ def test_crfcv_scores_match_a_grid_search_over_crf(synthetic):
     assert model.best_params_["c2"] == search.best_params_["c2"]
 
 
+@pytest.mark.parametrize("order", [1, 2])
+def test_transition_prior_is_chosen_at_order_2_and_refitted(synthetic, order):
+    from sklearn_ssl_crf import CRF
+    from sklearn_ssl_crf._training import C2_TRANSITIONS_CANDIDATES
+
+    X, y = synthetic
+    model = CRFCV(c1=0.0, c2=[1.0, 0.1], order=order, cv=3, random_state=0)
+    model.fit(X[:45], y[:45])
+    tried = {params.get("c2_transitions", "follows c2")
+             for params in model.cv_results_["params"]}
+    if order == 1:
+        # CRFsuite's one prior: nothing more to choose, nothing more in best_params_.
+        assert tried == {"follows c2"} and set(model.best_params_) == {"c1", "c2"}
+    else:
+        assert tried == set(C2_TRANSITIONS_CANDIDATES)
+        assert len(model.cv_results_["params"]) == 2 * len(C2_TRANSITIONS_CANDIDATES)
+    # The refit is the CRF at the chosen priors, to the bit.
+    crf = CRF(order=order, **model.best_params_).fit(X[:45], y[:45])
+    np.testing.assert_array_equal(model.transition_weights_, crf.transition_weights_)
+    np.testing.assert_array_equal(model.state_weights_, crf.state_weights_)
+
+
+def test_a_fixed_transition_prior_is_used(synthetic):
+    from sklearn_ssl_crf import CRF
+
+    X, y = synthetic
+    model = CRFCV(c1=0.0, c2=[1.0, 0.1], c2_transitions=0.001, cv=3, random_state=0)
+    model.fit(X[:45], y[:45])
+    assert "c2_transitions" not in model.best_params_
+    crf = CRF(c2_transitions=0.001, **model.best_params_).fit(X[:45], y[:45])
+    np.testing.assert_array_equal(model.transition_weights_, crf.transition_weights_)
+
+
 @pytest.mark.parametrize("estimator", [
     EntropyRegularizedCRF(gamma=[0.0, 0.5], max_iterations=15, cv=3),
     GraphPRCRF(graph="knn", n_neighbors=5, em_iterations=2, mstep_iterations=10, cv=3),
