@@ -1,0 +1,109 @@
+"""What built-in selection costs, and what ``n_jobs=2`` gives back (issue #28).
+
+For each case, the estimator with its defaults (5-fold selection of the priors, the strength
+and the iterations, then the refit) against one fit at the settings it chose with
+``early_stopping=False`` (the fit a user who fixes the settings runs, to the estimator's own
+cap of iterations), each with ``n_jobs=1`` and ``n_jobs=2``, alternated fit by fit (1, 2,
+1, 2, ...) for ``--repeat`` rounds. With ``n_jobs=2`` the folds' fits run in two worker
+processes; the script checks that both give the same model.
+
+Cases:
+
+``pos``
+    `GraphPRCRF(graph='trigram')` on UD Italian-ISDT (dev + test), draw 0 of
+    ``bench_defaults.py``: 100 labelled sentences, 946 unlabelled.
+``ner``
+    `EntropyRegularizedCRF()` on BC2GM, draw 0 of ``bench_defaults.py``: 200 labelled and
+    2,000 unlabelled training sentences, plain `WindowFeatures()`.
+
+Prints the median seconds of each fit, the default fit's cost in fixed-setting fits at
+each ``n_jobs``, and the median of the paired speed-ups of ``n_jobs=2``. Run it on an idle
+machine.
+
+Usage::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_selection_cost.py --cases pos,ner --repeat 2
+"""
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+from bench_defaults import LANGUAGES, NER_LABELLED, NER_UNLABELLED, POS_LABELLED, timed_fit
+from conll_features import DEFAULT_DATA
+from sklearn.base import clone
+
+from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, WindowFeatures
+from sklearn_ssl_crf.datasets import load_bc2gm, read_conllu
+
+
+def pos_case(data_dir):
+    folder, prefix = LANGUAGES["Italian"]
+    sentences, tags = [], []
+    for split in ("dev", "test"):
+        X, y = read_conllu(data_dir / folder / f"{prefix}-ud-{split}.conllu")
+        sentences += X
+        tags += y
+    order = np.random.default_rng(0).permutation(len(sentences))
+    X = WindowFeatures(window=1, suffixes=(1, 2, 3)).fit_transform(
+        [sentences[i] for i in order])
+    y = [tags[i] for i in order[:POS_LABELLED]] + [None] * (len(order) - POS_LABELLED)
+    return GraphPRCRF(graph="trigram", random_state=0), (X, y), {}
+
+
+def ner_case(data_dir):
+    X_train, y_train = load_bc2gm(data_dir / "bc2gm")["train"]
+    order = np.random.default_rng(0).permutation(len(X_train))
+    labelled = order[:NER_LABELLED]
+    unlabelled = order[NER_LABELLED:NER_LABELLED + NER_UNLABELLED]
+    features = WindowFeatures().fit([X_train[i] for i in labelled])
+    X = features.transform([X_train[i] for i in labelled])
+    U = features.transform([X_train[i] for i in unlabelled])
+    return (EntropyRegularizedCRF(random_state=0), (X, [y_train[i] for i in labelled]),
+            {"X_unlabeled": U})
+
+
+CASES = {"pos": pos_case, "ner": ner_case}
+
+
+def alternated(estimator, args, kwargs, repeat):
+    """Seconds of ``repeat`` fits at n_jobs=1 and at n_jobs=2, alternated; the last model of
+    each."""
+    seconds, models = {1: [], 2: []}, {}
+    for _ in range(repeat):
+        for n_jobs in (1, 2):
+            model, elapsed = timed_fit(clone(estimator).set_params(n_jobs=n_jobs), *args,
+                                       **kwargs)
+            seconds[n_jobs].append(elapsed)
+            models[n_jobs] = model
+    np.testing.assert_array_equal(models[1].state_weights_, models[2].state_weights_)
+    return seconds, models[1]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args(argv)
+    print("| case | n_jobs | default fit (s) | fixed-setting fit to the cap (s) | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for name in args.cases.split(","):
+        estimator, fit_args, fit_kwargs = CASES[name](args.data_dir)
+        default, model = alternated(estimator, fit_args, fit_kwargs, args.repeat)
+        fixed_estimator = clone(estimator).set_params(early_stopping=False,
+                                                      **model.best_params_)
+        fixed, _ = alternated(fixed_estimator, fit_args, fit_kwargs, args.repeat)
+        for n_jobs in (1, 2):
+            d, f = np.median(default[n_jobs]), np.median(fixed[n_jobs])
+            print(f"| {name} | {n_jobs} | {d:.1f} | {f:.1f} | {d / f:.1f} |")
+        speedup = np.median(np.array(default[1]) / np.array(default[2]))
+        fixed_speedup = np.median(np.array(fixed[1]) / np.array(fixed[2]))
+        print(f"| {name}: chose {model.best_params_}, iteration {model.best_iteration_}; "
+              f"n_jobs=2 speed-up {speedup:.2f}x (default), {fixed_speedup:.2f}x (fixed) "
+              "| | | | |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
