@@ -300,14 +300,19 @@ def build_data(model, X, y, stream):
     return labelled_data, unlabelled_data, featurised - started, packed - featurised
 
 
-def supervised_start(model, labelled_data, layout):
+def fixed_fold(model, labelled_data, layout):
+    """The labelled data at OBJECTIVE's priors, as fit's training path holds it."""
+    from sklearn_ssl_crf._training import Fold
+
+    return Fold(labelled_data, layout, c1=OBJECTIVE["c1"], c2=OBJECTIVE["c2"],
+                extra={"target": model.target_proportions_})
+
+
+def supervised_start(model, fold):
     """fit's first phase: L-BFGS on the labelled log-likelihood from zero weights."""
     import numpy as np
 
-    from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
-
-    objective = _penalised_negative_log_likelihood(labelled_data, layout, model._l2(layout))
-    return model._minimize(objective, np.zeros(layout.size))
+    return model._supervised_start(fold, np.zeros(fold.layout.size))
 
 
 def timed(function, *args):
@@ -357,12 +362,12 @@ def measure_scale(job):
             unlabelled_stream(job["corpus"], job["size"], features))
         rss_after_pack = rss_mb()
         workers_after_scatter = dask_worker_rss_mb(client) if client else None
-        layout = model._weight_layout(labelled_data)
+        fold = fixed_fold(model, labelled_data, model._weight_layout(labelled_data))
         started = time.perf_counter()
-        start = supervised_start(model, labelled_data, layout)
+        start = supervised_start(model, fold)
         supervised_s = time.perf_counter() - started
-        objective, _ = model._semi_supervised_objective(labelled_data, unlabelled_data,
-                                                        layout)
+        objective, _ = model._semi_supervised_objective(
+            fold, unlabelled_data, OBJECTIVE["gamma"], OBJECTIVE["proportion_weight"])
         find_workers = worker_pid_finder(mode, client)
         # fit's BLAS setting. Warm-up: the first evaluation starts the loky workers, and
         # each process's first pass over its memory-mapped chunks faults their pages in.
@@ -381,7 +386,7 @@ def measure_scale(job):
         "tokens": int(sum(chunk.n_tokens for chunk in unlabelled_data.chunks)),
         "chunks": len(unlabelled_data.chunks),
         "attributes": model.num_attributes_,
-        "weights": int(layout.size),
+        "weights": int(fold.layout.size),
         "packed_mb": packed / MB,
         "packed_matrix_mb": matrix / MB,
         "featurise_s": featurise_s,

@@ -231,10 +231,10 @@ class CRF(BaseCRF):
         self.n_iter_ = result.n_iter
         self.termination_condition_ = result.termination_condition
 
-    def _l2(self, layout, c2=None):
-        """The L2 strength of every parameter (`WeightLayout.l2_strengths`); ``c2`` None:
-        ``self.c2``. ``c2_transitions`` None follows ``c2``."""
-        return layout.l2_strengths(self.c2 if c2 is None else c2, self.c2_transitions)
+    def _l2(self, layout):
+        """The L2 strength of every parameter (`WeightLayout.l2_strengths`);
+        ``c2_transitions`` None follows ``c2``."""
+        return layout.l2_strengths(self.c2, self.c2_transitions)
 
     def _chunked(self, sequences, labels=None, **kwargs):
         """Sequences packed in chunks for this model's order; a second-order chain's work
