@@ -225,7 +225,7 @@ class SemiSupervisedPath(CRF):
         self.cv_results_ = _results(penalties, penalty_scores,
                                     scores if self._max_phase_iterations() != 0 else [],
                                     strengths, paths, priors)
-        self._say(f"chose {_describe(settings)}, {n_iterations} iteration(s), in "
+        self._say(f"chose {describe_settings(settings)}, {n_iterations} iteration(s), in "
                   f"{time.perf_counter() - started:.1f} s")
         if X_dev is not None:
             # The dev set's own best iterate, of the chosen strength, or the start.
@@ -342,7 +342,7 @@ class SemiSupervisedPath(CRF):
             previous = path
             scores.append(held.scorer(self, fold)(theta))
         self._say(f"  priors, held-out set {k + 1}: " + ", ".join(
-            f"{_describe(priors)}: {s:.4f}" for priors, s in zip(penalties, scores)))
+            f"{describe_settings(priors)}: {s:.4f}" for priors, s in zip(penalties, scores)))
         return scores
 
     def _strength_runs(self, problem, train, held, priors, strengths, k=0, keep=False):
@@ -358,7 +358,7 @@ class SemiSupervisedPath(CRF):
                             held, fold, start)
             runs.append(run)
             scores = run.iterates.scores
-            self._say(f"  {_describe(strength) or 'no unlabelled term'}, held-out set "
+            self._say(f"  {describe_settings(strength) or 'no unlabelled term'}, held-out set "
                       f"{k + 1}: {scores[0]:.4f} at the start, best "
                       f"{max(scores):.4f} at iteration {run.iterates.best_iteration} "
                       f"of {len(scores) - 1}")
@@ -602,7 +602,8 @@ def _padded(scores, length):
     return scores + [scores[-1]] * (length - len(scores))
 
 
-def _describe(settings):
+def describe_settings(settings):
+    """``name=value, ...`` of a dict of settings, for progress lines and summaries."""
     return ", ".join(f"{name}={value}" if value is None else f"{name}={value:g}"
                      for name, value in settings.items())
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from sklearn.pipeline import Pipeline
 
-from sklearn_ssl_crf import EntropyRegularizedCRF, WindowFeatures, load
+from sklearn_ssl_crf import CRF, CRFCV, EntropyRegularizedCRF, WindowFeatures, load
+from sklearn_ssl_crf._training import describe_settings
 from sklearn_ssl_crf.cli import main
 from sklearn_ssl_crf.datasets import make_sequences, read_columns, read_text
 from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
@@ -134,6 +135,27 @@ def test_dev_file_chooses_among_several_values(corpus, capsys):
     summary = capsys.readouterr().out
     # c2=100 flattens every weight towards zero: the dev file must reject it.
     assert "c2=0.01" in summary and "dev span F1" in summary
+
+
+def test_c2_transitions_is_kept_or_chosen(corpus, tmp_path, capsys):
+    _, paths = corpus
+    common = ["train", str(paths["train"]), "--order", "2", "--c1", "0", "--c2", "0.1",
+              "--token-columns", "0", "--max-iterations", "20", "--quiet"]
+    fixed, chosen = tmp_path / "fixed.joblib", tmp_path / "chosen.joblib"
+    assert main([*common, "--c2-transitions", "0.001", "--model", str(fixed)]) == 0
+    estimator = load(fixed).named_steps["model"]
+    assert type(estimator) is CRF and estimator.c2_transitions == 0.001
+    capsys.readouterr()
+    # Several values make `crf` a CRFCV choosing among them, as for --c1 and --c2.
+    assert main([*common, "--c2-transitions", "0.001", "1000", "--model",
+                 str(chosen)]) == 0
+    estimator = load(chosen).named_steps["model"]
+    assert type(estimator) is CRFCV and estimator.c2_transitions == [0.001, 1000.0]
+    value = estimator.best_params_["c2_transitions"]
+    assert f"c2_transitions={value:g}" in capsys.readouterr().out
+    # The chosen prior may be None (c2's), which the summary must print too.
+    assert describe_settings({"c2": 0.1, "c2_transitions": None}) == (
+        "c2=0.1, c2_transitions=None")
 
 
 def test_word_only_model_tags_raw_text(corpus, tmp_path, capsys):

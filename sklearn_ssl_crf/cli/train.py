@@ -8,6 +8,7 @@ import time
 
 from sklearn.pipeline import Pipeline
 
+from .._training import describe_settings
 from ..crf import CRF
 from ..crf_cv import CRFCV
 from ..featurize import WindowFeatures
@@ -33,6 +34,7 @@ ESTIMATORS = {
 SELECTABLE = {
     "c1": ("crf", "entropy", "jiao", "self-training", "graph-pr"),
     "c2": ("crf", "entropy", "jiao", "self-training", "graph-pr", "ngd"),
+    "c2_transitions": ("crf", "entropy", "jiao", "self-training", "graph-pr", "ngd"),
     "gamma": ("entropy", "jiao", "ngd"),
     "proportion_weight": ("entropy", "jiao", "ngd"),
     "lam": ("graph-pr",),
@@ -81,6 +83,10 @@ def add_parser(subparsers):
                        "among 0 and 0.1)")
     model.add_argument("--c2", type=float, nargs="+",
                        help="L2 strength (default: chosen among 1, 0.1, 0.01, 0.001)")
+    model.add_argument("--c2-transitions", type=float, nargs="+",
+                       help="L2 strength of the transition weights (default: --c2's; at "
+                       "--order 2, chosen among --c2's, 0.01 and 0.001 unless --c1 and --c2 "
+                       "are both given one value with --method crf)")
     model.add_argument("--gamma", type=float, nargs="+",
                        help="entropy weight (entropy, jiao, ngd; default: chosen)")
     model.add_argument("--proportion-weight", type=float, nargs="+",
@@ -199,10 +205,6 @@ def _settings(args):
     return settings
 
 
-def _describe(values):
-    return ", ".join(f"{name}={value:g}" for name, value in values.items())
-
-
 def _token_columns(X, unlabelled, args):
     """Column indices making a token, as `tag` and `evaluate` must read them again;
     checks that the unlabelled tokens (of the first sentence) have the labelled ones'
@@ -240,11 +242,13 @@ def _window_features(args):
 
 
 def _estimator(args, settings):
-    """The estimator: ``crf`` is `CRFCV` unless c1 and c2 are both given one value."""
+    """The estimator: ``crf`` is `CRFCV` unless c1 and c2 are both given one value (and
+    c2_transitions, if given, one value)."""
     common = {"order": args.order, "max_iterations": args.max_iterations, **settings}
     method = ESTIMATORS[args.method]
-    if args.method == "crf" and not all(isinstance(settings.get(name), float)
-                                        for name in ("c1", "c2")):
+    if args.method == "crf" and not (
+            all(isinstance(settings.get(name), float) for name in ("c1", "c2"))
+            and isinstance(settings.get("c2_transitions", 0.0), float)):
         method = CRFCV
     if method is not NaturalGradientCRF:
         common["n_jobs"] = args.n_jobs
@@ -268,7 +272,7 @@ def _fit_arguments(method, features_unlabelled, features_dev, y_dev):
 def _summary(args, estimator, values, scores, seconds, n_labelled, n_unlabelled):
     lines = [
         f"method              {args.method} ({type(estimator).__name__}, order {args.order})",
-        f"settings            {_describe(values) or 'defaults'}",
+        f"settings            {describe_settings(values) or 'defaults'}",
         f"sentences           {n_labelled:,} labelled, {n_unlabelled:,} unlabelled",
         f"features            {estimator.num_attributes_:,} attributes, "
         f"{len(estimator.classes_)} labels",
