@@ -77,12 +77,15 @@ SELECTABLE = [Interval(Real, 0, None, closed="left"), StrOptions({"auto"}), list
 @dataclass
 class Phase:
     """What a semi-supervised phase returns: the last iterate (and the estimator's state
-    with it, such as graph-PR's q), its log, iterations run and why it stopped."""
+    with it, such as graph-PR's q), its log, iterations run and why it stopped (a token:
+    'converged', 'max_iter', 'no_improvement', ..., None when no iteration ran; and in
+    words)."""
 
     theta: np.ndarray
     log: list
     n_iter: int
-    termination_condition: str
+    termination_condition: str = None
+    message: str = ""
     state: object = None
 
 
@@ -146,8 +149,9 @@ class _Iterates:
                 iteration, np.array(theta), state)
         entry = {"validation_score": value}
         if self.patience and iteration - self.best_iteration >= self.patience:
-            raise StopIteration(f"no better validation score in {self.patience} iterations",
-                                entry)
+            raise StopIteration(
+                "no_improvement",
+                f"stopped: no better validation score in {self.patience} iterations", entry)
         return entry
 
 
@@ -163,6 +167,8 @@ class SemiSupervisedPath(CRF):
     _strengths = {}
     #: How cross-validation picks the iterations to refit with (`_choose_strength`).
     _iterations_rule = "best"
+    #: The parameters that cap the semi-supervised phase (for the `ConvergenceWarning`).
+    _phase_cap_name = "max_iterations"
 
     _parameter_constraints = {
         **CRF._parameter_constraints,
@@ -239,7 +245,8 @@ class SemiSupervisedPath(CRF):
             return self
         refit = self._run(problem, np.arange(n_labelled), priors, strengths[chosen],
                           n_iterations, None)
-        self._finish_fit(problem, refit, settings, refit.result.n_iter, paths[chosen])
+        self._finish_fit(problem, refit, settings, refit.result.n_iter, paths[chosen],
+                         chosen_length=n_iterations)
         return self
 
     def _run(self, problem, train, priors, strength, max_iterations, held, fold=None,
@@ -466,20 +473,45 @@ class SemiSupervisedPath(CRF):
 
     # -- fitted attributes ---------------------------------------------------------------
 
-    def _finish_fit(self, problem, run, settings, best_iteration, validation_scores):
+    def _finish_fit(self, problem, run, settings, best_iteration, validation_scores,
+                    chosen_length=None):
+        """Set the fitted attributes from ``run``, whose iterate ``best_iteration`` is kept
+        (its ``result.theta``); ``chosen_length``: the refit's iterations, chosen on
+        held-out data."""
         result, fold = run.result, run.fold
         self.best_params_ = settings
         self.best_iteration_ = best_iteration
         self.validation_scores_ = validation_scores
-        self.training_log_ = ([dict(entry, phase="supervised") for entry in run.supervised.log]
-                              + result.log)
-        self.n_iter_ = result.n_iter
-        self.termination_condition_ = result.termination_condition
+        self.training_log_, self.n_iter_ = self._final_log(run)
         self._set_weight_blocks(fold.layout.blocks(result.theta))
         self._finish(problem, fold, result)
+        condition, message, cap = (result.termination_condition, result.message,
+                                   self._phase_cap_name)
+        cap_iterations = self._max_phase_iterations()
+        if best_iteration == 0:
+            # The model is the supervised start: its L-BFGS run is the one that ended.
+            condition, message, cap = (run.supervised.termination_condition,
+                                       run.supervised.message, "max_iterations")
+        elif best_iteration < result.n_iter:
+            condition, message = ("no_improvement", f"kept iteration {best_iteration} of "
+                                  f"{result.n_iter}, the best on the held-out data")
+        elif condition == "max_iter" and chosen_length == result.n_iter:
+            if cap_iterations is not None and chosen_length < cap_iterations:
+                condition, message = ("no_improvement", f"stopped at the {chosen_length} "
+                                      "iterations chosen on held-out data")
+            elif self._iterations_rule == "end":
+                # The rule refits for the cap by design (`_choose_strength`).
+                cap = None
+        self._set_termination(condition, message, cap)
 
     def _finish(self, problem, fold, result):
         """Set the estimator's own fitted attributes from the kept iterate."""
+
+    def _final_log(self, run):
+        """``training_log_`` and ``n_iter_`` of the final run: the supervised start's
+        L-BFGS entries, then the phase's, and the phase's iterations."""
+        return ([dict(entry, phase="supervised") for entry in run.supervised.log]
+                + run.result.log, run.result.n_iter)
 
     def _held_out_predictor(self, fold):
         """None, or ``state -> labels`` of the fold's held-out sequences from a phase's
@@ -538,14 +570,14 @@ class _Predictions:
 
 def logging_callback(on_iteration, parts):
     """An L-BFGS callback that logs the dict ``parts`` (filled by the objective) with what
-    ``on_iteration`` returns, and passes its ``StopIteration`` on with both."""
+    ``on_iteration`` returns, and passes its ``StopIteration`` on with them."""
 
     def callback(iteration, theta):
         try:
             return dict(parts, **on_iteration(iteration, theta))
         except StopIteration as stop:
-            reason, *details = stop.args
-            raise StopIteration(reason, dict(parts, **(details[0] if details else {})))
+            reason, message, entry = stop.args
+            raise StopIteration(reason, message, dict(parts, **entry))
 
     return callback
 

@@ -1,9 +1,11 @@
 """What every chain CRF estimator shares: input handling, prediction, fitted attributes."""
 
+import warnings
 from itertools import chain, islice
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ._tags import LabelledSequenceTagsMixin
@@ -438,6 +440,20 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         self.state_weights_, self.transition_weights_ = state, transition
         self.trigram_weights_, self.skip_weights_ = second_order or (None, None)
         self.size_ = sum(block.nbytes for block in [state, transition, *second_order])
+
+    def _set_termination(self, condition, message, cap):
+        """Set ``termination_condition_`` to the token ``condition``, write ``message`` (why
+        the last run stopped, in words) into the last entry of ``training_log_``, and warn
+        with a `ConvergenceWarning` when the run stopped at its cap on the iterations, the
+        parameter named ``cap`` (None: a cap chosen on held-out data, not warned about)."""
+        self.termination_condition_ = condition
+        if self.training_log_:
+            self.training_log_[-1]["stop"] = message
+        if self.verbose:
+            print(f"{type(self).__name__}: {message}", flush=True)
+        if condition == "max_iter" and cap is not None:
+            warnings.warn(f"{type(self).__name__} {message} before converging; raise {cap} "
+                          "to let it run longer", ConvergenceWarning, stacklevel=3)
 
     def _transition_potentials(self):
         """The kernels' transition potentials of the fitted weights."""

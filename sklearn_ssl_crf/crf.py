@@ -107,10 +107,13 @@ class CRF(BaseCRF):
     training_log_ : list of dict
         Per iteration: ``num``, ``loss``, ``feature_norm``, ``error_norm``,
         ``active_features``, ``n_evaluations``, ``step``, ``time``, and ``dev_accuracy`` and
-        ``dev_span_f1`` (conlleval) with a dev set.
+        ``dev_span_f1`` (conlleval) with a dev set; the last entry's ``stop`` says why
+        training stopped, in words.
     n_iter_ : int
-    termination_condition_ : str
-        Why training stopped.
+        L-BFGS iterations run.
+    termination_condition_ : {'converged', 'max_iter', 'line_search_failed'}
+        Why training stopped; at ``'max_iter'`` (``max_iterations`` reached) a
+        `~sklearn.exceptions.ConvergenceWarning` says so.
     vectorizer_ : SequenceVectorizer or None
         The featurizer fitted on dict input (None for matrix input).
 
@@ -229,7 +232,7 @@ class CRF(BaseCRF):
         self._set_weight_blocks(layout.blocks(result.x))
         self.training_log_ = result.log
         self.n_iter_ = result.n_iter
-        self.termination_condition_ = result.termination_condition
+        self._set_termination(result.termination_condition, result.message, "max_iterations")
 
     def _l2(self, layout):
         """The L2 strength of every parameter (`WeightLayout.l2_strengths`);

@@ -127,12 +127,12 @@ training_log_, termination_condition_, vectorizer_
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                on_iteration):
-        return Phase(theta, [], 0, "supervised", on_iteration(0, theta))
+        return Phase(theta, [], 0, state=on_iteration(0, theta))
 
-    def _finish_fit(self, problem, run, settings, best_iteration, validation_scores):
-        super()._finish_fit(problem, run, settings, best_iteration, validation_scores)
-        # A supervised model: its log, iterations and stop are the final L-BFGS run's.
-        self.training_log_ = run.supervised.log
-        self.n_iter_ = run.supervised.n_iter
-        self.termination_condition_ = run.supervised.termination_condition
+    def _final_log(self, run):
+        # A supervised model: its log and iterations are the final L-BFGS run's.
+        return run.supervised.log, run.supervised.n_iter
+
+    def _finish_fit(self, *args, **kwargs):
+        super()._finish_fit(*args, **kwargs)
         del self.best_iteration_, self.validation_scores_

@@ -155,8 +155,11 @@ delta, min_freq, all_possible_states, all_possible_transitions, verbose
         chosen among several candidates (order 2).
     validation_scores_, cv_results_
         As in `EntropyRegularizedCRF`, per EM iteration.
-    termination_condition_ : str
-        Why EM stopped.
+    termination_condition_ : {'converged', 'max_iter', 'no_improvement', \
+'line_search_failed'}
+        Why EM stopped ('converged': J rose by less than ``em_tol``; 'max_iter':
+        ``em_iterations`` ran, with a `~sklearn.exceptions.ConvergenceWarning`); otherwise
+        as in `EntropyRegularizedCRF`.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
 trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
 vectorizer_
@@ -181,6 +184,7 @@ vectorizer_
     """
 
     _strengths = {"lam": (1.0,)}
+    _phase_cap_name = "em_iterations"
 
     _parameter_constraints = {
         **SemiSupervisedPath._parameter_constraints,
@@ -419,8 +423,7 @@ class _ExpectationMaximisation:
         model, weight = self.model, self.weight
         if not self.unlabelled_data.chunks:
             start = on_iteration(0, theta, None)
-            return Phase(theta, [dict(start, phase="EM", em_iteration=0)], 0,
-                         "no unlabelled sequence")
+            return Phase(theta, [dict(start, phase="EM", em_iteration=0)], 0)
         log = []
         log_z = self._log_partition(theta)
         q = self._evaluate(theta, log_z, np.zeros((self.penalty.n_groups, self.n_labels)))
@@ -429,12 +432,13 @@ class _ExpectationMaximisation:
         try:
             scores = on_iteration(0, theta, q)
         except StopIteration as stop:
-            scores = stop.args[1]
+            scores = stop.args[2]
         log.append(self._entry(0, objective, likelihood, q, scores,
                                estep_iterations=0, estep_objective=float(q.objective)))
         # With no weight on the unlabelled data theta cannot move: one E-step gives q.
         n_iterations = max_iterations if weight > 0 else min(max_iterations, 1)
-        reason, n_iter = "em_iterations reached", 0
+        reason, message = "max_iter", f"stopped at its cap of {n_iterations} EM iterations"
+        n_iter = 0
         for iteration in range(1, n_iterations + 1):
             # Iteration 1 starts where q already is (evaluated at this theta for entry 0);
             # later ones from q's previous node scores, vertex-averaged, at the new theta.
@@ -472,19 +476,19 @@ class _ExpectationMaximisation:
             try:
                 scores = on_iteration(iteration, theta, q)
             except StopIteration as stop:
-                stopped, scores = stop.args
+                stopped, stop_message, scores = stop.args
             log.append(self._entry(iteration, objective, likelihood, q, scores,
                                    estep_iterations=estep_iterations,
                                    estep_objective=float(estep_objective),
                                    kept_previous_q=kept_previous,
                                    mstep_iterations=m_iterations))
             if stopped is not None:
-                reason = stopped
+                reason, message = stopped, stop_message
                 break
             if objective - previous <= model.em_tol * (objective - start_objective):
-                reason = "converged: J's rise below em_tol of its total"
+                reason, message = "converged", "J's rise below em_tol of its total"
                 break
-        return Phase(theta, log, n_iter, reason, q)
+        return Phase(theta, log, n_iter, reason, message, q)
 
     def _entry(self, iteration, objective, likelihood, q, scores, **extra):
         entry = dict(phase="EM", em_iteration=iteration, objective=float(objective),

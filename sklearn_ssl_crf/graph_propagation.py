@@ -85,7 +85,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         the unlabelled ones.
     n_iter_ : int
         Jacobi steps run.
-    termination_condition_ : {'converged', 'max_iterations'}
+    termination_condition_ : {'converged', 'max_iter'}
         Why propagation stopped ('converged' also when no vertex was free to move).
 
     See Also
@@ -173,7 +173,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
                                       self.graph_.n_vertices, len(self.classes_))
         self.label_distributions_, self.n_iter_, self.termination_condition_ = _propagate(
             self.graph_.weights, counts, self.max_iterations, self.tol, self.verbose)
-        if self.termination_condition_ == "max_iterations":
+        if self.termination_condition_ == "max_iter":
             warnings.warn(f"GraphPropagation stopped after max_iterations={self.max_iterations} "
                           f"steps before the distributions changed by less than tol={self.tol};"
                           " raise max_iterations", ConvergenceWarning, stacklevel=2)
@@ -250,7 +250,7 @@ def _propagate(weights, counts, max_iterations, tol, verbose):
                   flush=True)
         if change <= tol:
             return distributions, iteration, "converged"
-    return distributions, max_iterations, "max_iterations"
+    return distributions, max_iterations, "max_iter"
 
 
 def _reached(weights, clamped):

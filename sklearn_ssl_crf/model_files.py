@@ -18,6 +18,8 @@ import re
 import joblib
 import sklearn
 
+from ._files import atomic_path
+
 __all__ = ["load", "save"]
 
 _FORMAT = "sklearn_ssl_crf model file"
@@ -79,13 +81,14 @@ def save(model, path, *, info=None):
         "sklearn_version": sklearn.__version__,
         "info": dict(info or {}),
     }
-    if _is_skops(path):
-        skops_io = _import_skops()
-        skops_io.dump({**header, "model": model}, os.fspath(path))
-        return
-    with open(path, "wb") as file:
-        joblib.dump(header, file)
-        joblib.dump(model, file)
+    # Written beside the file and renamed over it: a failed save leaves the old file.
+    with atomic_path(path) as temporary:
+        if _is_skops(path):
+            _import_skops().dump({**header, "model": model}, temporary)
+            return
+        with open(temporary, "wb") as file:
+            joblib.dump(header, file)
+            joblib.dump(model, file)
 
 
 def load(path, *, return_info=False):

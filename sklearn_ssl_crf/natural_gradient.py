@@ -136,9 +136,14 @@ class NaturalGradientCRF(BaseCRF):
         accuracy otherwise (`metrics.has_spans`).
     validation_scores_ : list of float or None
         That dev score after each semi-supervised epoch, from 0.
+    termination_condition_ : {'converged', 'max_iter', 'not_finite'}
+        Why the last phase's epochs stopped: 'converged' (the loss improved by less than
+        ``delta`` over ``period`` epochs), 'max_iter' (``max_iterations`` epochs, with a
+        `~sklearn.exceptions.ConvergenceWarning`) or 'not_finite' (the loss overflowed);
+        the last entry of ``training_log_`` says it in words (``stop``).
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
 trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
-termination_condition_, vectorizer_
+vectorizer_
         As in `CRF`.
 
     See Also
@@ -321,7 +326,7 @@ termination_condition_, vectorizer_
         self._set_weights(trainer)
         self.training_log_ = log
         self.n_iter_ = n_iter
-        self.termination_condition_ = result.termination_condition
+        self._set_termination(result.termination_condition, result.message, "max_iterations")
         return self
 
     def partial_fit(self, X, y, classes=None, X_unlabeled=None):

@@ -47,8 +47,11 @@ delta, min_freq, all_possible_states, all_possible_transitions, verbose, n_jobs
         Retraining rounds run by the final fit.
     best_iteration_ : int
         The round whose weights were kept (0: the supervised CRF).
-    termination_condition_ : str
-        'pseudo-labels unchanged', 'max_rounds reached', or why a held-out run stopped.
+    termination_condition_ : {'converged', 'max_iter', 'no_improvement', \
+'line_search_failed'}
+        'converged': the pseudo-labels did not change; 'max_iter': ``max_rounds`` ran, with
+        a `~sklearn.exceptions.ConvergenceWarning`; otherwise as in
+        `EntropyRegularizedCRF`.
     rounds_ : list of dict
         Per round of the final fit: ``round``, ``changed_tokens`` (pseudo-labels that
         changed since the previous round; None for round 0), ``n_iter`` (L-BFGS
@@ -63,6 +66,7 @@ vectorizer_
         As in `CRF`.
     """
 
+    _phase_cap_name = "max_rounds"
     _parameter_constraints = {
         **SemiSupervisedPath._parameter_constraints,
         "max_rounds": [Interval(Integral, 0, None, closed="left")],
@@ -150,7 +154,8 @@ vectorizer_
                                on_iteration):
         unlabelled, parts = problem.extra["unlabelled"], problem.extra["parts"]
         log, rounds, pseudo = [], [], None
-        round_, n_iter, reason = 0, 0, "max_rounds reached"
+        round_, n_iter = 0, 0
+        reason, message = "max_iter", f"stopped at its cap of {max_iterations} rounds"
         scores, stopped = _scores_or_stop(on_iteration, 0, theta)
         while True:
             labels = self._viterbi(unlabelled, fold.layout, theta)
@@ -158,10 +163,10 @@ vectorizer_
             rounds.append(dict({"round": round_, "changed_tokens": changed,
                                 "n_iter": n_iter}, **scores))
             if changed == 0 or not labels.size:
-                reason = "pseudo-labels unchanged"
+                reason, message = "converged", "pseudo-labels unchanged"
                 break
             if stopped is not None or round_ == max_iterations:
-                reason = stopped or reason
+                reason, message = stopped or (reason, message)
                 break
             pseudo, round_ = labels, round_ + 1
             data = self._chunked([fold.extra["labelled_sequences"], *parts],
@@ -171,7 +176,7 @@ vectorizer_
             theta, n_iter = result.x, result.n_iter
             log += [dict(entry, round=round_) for entry in result.log]
             scores, stopped = _scores_or_stop(on_iteration, round_, theta)
-        return Phase(theta, log, round_, reason, rounds)
+        return Phase(theta, log, round_, reason, message, rounds)
 
     def _fold(self, problem, train):
         fold = super()._fold(problem, train)
@@ -196,8 +201,10 @@ def _chunk_viterbi(chunk, workspace, state, transition):
 
 
 def _scores_or_stop(on_iteration, iteration, theta):
-    """``on_iteration``'s scores, and the reason it gave for stopping (None if none)."""
+    """``on_iteration``'s scores, and the (token, message) it gave for stopping (None if
+    none)."""
     try:
         return on_iteration(iteration, theta), None
     except StopIteration as stop:
-        return stop.args[1], stop.args[0]
+        token, message, scores = stop.args
+        return scores, (token, message)

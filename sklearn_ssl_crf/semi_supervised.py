@@ -131,11 +131,19 @@ delta, min_freq, all_possible_states, all_possible_transitions, verbose
         in `CRF`): in the second phase ``objective``, ``likelihood``, ``unlabelled_entropy``
         (summed), ``proportion_kl``, and ``validation_score`` with a dev set. The second
         phase starts with an entry ``num=0``: those values at the supervised optimum.
+    termination_condition_ : {'converged', 'max_iter', 'no_improvement', \
+'line_search_failed'}
+        Why the final fit's last run stopped: the semi-supervised phase's, or the
+        supervised start's when its weights were kept. 'no_improvement': the held-out data
+        chose an earlier iterate, or fewer iterations than the cap. The last entry of
+        ``training_log_`` says it in words (``stop``). At 'max_iter' a
+        `~sklearn.exceptions.ConvergenceWarning` names the cap to raise, except after
+        cross-validation, which refits for the cap by design here.
     target_proportions_ : ndarray of shape (n_labels,)
         ``pi``, in the order of ``classes_``.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
 trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
-termination_condition_, vectorizer_
+vectorizer_
         As in `CRF`.
 
     See Also
@@ -156,6 +164,7 @@ termination_condition_, vectorizer_
     """
 
     _strengths = {"gamma": (0.1,), "proportion_weight": (10.0,)}
+    _phase_cap_name = "semi_supervised_iterations or max_iterations"
     # Held-out curves of a few dozen sentences flatten while the test score still rises
     # (BC2GM): judge the phase by its plateau and refit for the whole cap.
     _iterations_rule = "end"
@@ -272,15 +281,15 @@ termination_condition_, vectorizer_
         gamma, weight = strength["gamma"], strength["proportion_weight"]
         start = on_iteration(0, theta)
         if not unlabelled.chunks or (gamma == 0 and weight == 0) or max_iterations == 0:
-            return Phase(theta, [dict(start, num=0, phase="semi-supervised")], 0,
-                         "no semi-supervised iteration")
+            return Phase(theta, [dict(start, num=0, phase="semi-supervised")], 0)
         objective, parts = self._semi_supervised_objective(fold, unlabelled, gamma, weight)
         objective(theta)  # iteration 0's entry: the objective's parts at the start
         log = [dict(parts, num=0, phase="semi-supervised", **start)]
         result = self._minimize(objective, theta, logging_callback(on_iteration, parts),
                                 max_iterations=max_iterations, c1=fold.c1)
         log += [dict(entry, phase="semi-supervised") for entry in result.log]
-        return Phase(result.x, log, result.n_iter, result.termination_condition)
+        return Phase(result.x, log, result.n_iter, result.termination_condition,
+                     result.message)
 
     def _finish(self, problem, fold, result):
         self.target_proportions_ = fold.extra["target"]

@@ -12,6 +12,7 @@ from sklearn.pipeline import Pipeline
 from sklearn_ssl_crf import CRF, CRFCV, EntropyRegularizedCRF, WindowFeatures, load
 from sklearn_ssl_crf._training import describe_settings
 from sklearn_ssl_crf.cli import main
+from sklearn_ssl_crf.cli import tag as tag_command
 from sklearn_ssl_crf.datasets import make_sequences, read_columns, read_text
 from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
 
@@ -126,6 +127,27 @@ def test_tag_marginals_and_entropy_are_the_models(corpus, trained, capsys):
     got = np.array([[float(v) for v in row[4:]] for row in rows])
     np.testing.assert_allclose(got, [[m[c] for c in classes] for m in marginals], atol=5e-5)
     np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=5e-4)
+
+
+def test_failed_tag_run_leaves_the_old_output(corpus, trained, tmp_path, monkeypatch,
+                                              capsys):
+    _, paths = corpus
+    model_path, _ = trained
+    output = tmp_path / "tags.txt"
+    arguments = ["tag", str(model_path), str(paths["test"]), "--format", "columns",
+                 "--output", str(output)]
+    assert main(arguments) == 0
+    before = output.read_text()
+
+    def fail_half_way(out, *args):
+        out.write("half a sentence\t")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(tag_command, "_write_tags", fail_half_way)
+    assert main(arguments) != 0
+    assert "disk full" in capsys.readouterr().err
+    assert output.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tags.txt"]
 
 
 def test_dev_file_chooses_among_several_values(corpus, capsys):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import Pipeline
 
@@ -239,12 +239,20 @@ def test_single_label_class_is_allowed():
 
 def test_dev_set_is_scored_every_iteration(capsys):
     X, y = random_tagging_data(40)
-    crf = CRF(c2=0.1, max_iterations=5, verbose=True).fit(X[:30], y[:30], X[30:], y[30:])
+    with pytest.warns(ConvergenceWarning, match="CRF stopped at its cap of 5 iterations "
+                      "before converging; raise max_iterations"):
+        crf = CRF(c2=0.1, max_iterations=5, verbose=True).fit(X[:30], y[:30], X[30:],
+                                                              y[30:])
     assert len(crf.training_log_) == crf.n_iter_ == 5
-    assert crf.termination_condition_ == "max_iterations reached"
+    assert crf.termination_condition_ == "max_iter"
+    assert crf.training_log_[-1]["stop"] == "stopped at its cap of 5 iterations"
     final = crf.training_log_[-1]["dev_accuracy"]
     assert final == pytest.approx(crf.score(X[30:], y[30:]))
     assert capsys.readouterr().out.count("dev_accuracy=") == 5
+    # Without a cap the time left is unknown, and not printed (it was "at most inf s").
+    CRF(c2=0.1, verbose=True).fit(X[:30], y[:30])
+    progress = capsys.readouterr().out
+    assert "iter    1" in progress and "left" not in progress
 
 
 def test_matrix_input_gives_the_same_model_as_dicts():

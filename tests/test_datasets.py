@@ -1,13 +1,11 @@
 """Tests of the corpus readers and of the synthetic sequence generator."""
 
-import doctest
 import gzip
 import io
 
 import numpy as np
 import pytest
 
-from sklearn_ssl_crf import datasets
 from sklearn_ssl_crf.datasets import (
     load_bc2gm,
     load_conll2000,
@@ -467,7 +465,3 @@ def test_make_sequences_context_beats_per_token_oracle(random_state):
     assert 0.8 < viterbi_accuracy < 0.97
     assert viterbi_accuracy - per_token_accuracy > 0.05
 
-
-def test_docstring_examples():
-    result = doctest.testmod(datasets)
-    assert result.attempted >= 10 and result.failed == 0

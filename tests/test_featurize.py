@@ -1,7 +1,6 @@
 """Tests of `sklearn_ssl_crf.featurize`: SequenceVectorizer, WindowFeatures and WindowRows."""
 
 import copy
-import doctest
 import importlib.util
 import pickle
 from collections import OrderedDict
@@ -17,7 +16,6 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_ssl_crf import featurize
 from sklearn_ssl_crf.crf import CRF
 from sklearn_ssl_crf.datasets import load_conll2000
 from sklearn_ssl_crf.featurize import SequenceVectorizer, WindowFeatures, WindowRows
@@ -390,10 +388,6 @@ def test_pickle_round_trip():
     assert_same_sequences(loaded.transform(X_new), vec.transform(X_new))
     assert_same_sequences(copy.deepcopy(vec).transform(X_new), vec.transform(X_new))
 
-
-def test_docstring_examples():
-    result = doctest.testmod(featurize, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted >= 6 and result.failed == 0
 
 
 # --- SequenceVectorizer: property test -------------------------------------------------

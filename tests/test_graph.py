@@ -7,7 +7,6 @@ PMI values.
 """
 
 import copy
-import doctest
 import gzip
 import math
 from collections import Counter, defaultdict
@@ -493,10 +492,6 @@ def test_bad_input_raises_clear_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
 
-
-def test_docstring_examples():
-    result = doctest.testmod(graph_module, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted >= 20 and result.failed == 0
 
 
 # --- real data --------------------------------------------------------------------------

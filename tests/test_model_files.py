@@ -20,12 +20,16 @@ def fitted():
     return Pipeline([("features", features), ("crf", crf)]), X
 
 
-@pytest.mark.parametrize("suffix", [".joblib", ".skops"])
-def test_round_trip_is_exact(fitted, tmp_path, suffix):
+def model_path(folder, suffix):
     if suffix == ".skops":
         pytest.importorskip("skops", reason="the skops format needs the skops package")
+    return folder / f"model{suffix}"
+
+
+@pytest.mark.parametrize("suffix", [".joblib", ".skops"])
+def test_round_trip_is_exact(fitted, tmp_path, suffix):
     model, X = fitted
-    path = tmp_path / f"model{suffix}"
+    path = model_path(tmp_path, suffix)
     save(model, path, info={"corpus": "synthetic", "dev F1": 0.5})
     loaded, info = load(path, return_info=True)
     assert info == {"corpus": "synthetic", "dev F1": 0.5}
@@ -34,6 +38,27 @@ def test_round_trip_is_exact(fitted, tmp_path, suffix):
                                   model[-1].transition_weights_)
     assert loaded.predict(X) == model.predict(X)
     assert loaded[0].clusters_.word_features("w001") == model[0].clusters_.word_features("w001")
+
+
+class _Unpicklable:
+    """A model whose pickling fails half-way through the file."""
+
+    def __reduce__(self):
+        raise RuntimeError("cannot pickle this")
+
+
+@pytest.mark.parametrize("suffix", [".joblib", ".skops"])
+def test_failed_save_leaves_the_old_file(fitted, tmp_path, suffix):
+    model, X = fitted
+    path = model_path(tmp_path, suffix)
+    save(model, path, info={"version": "good"})
+    before = path.read_bytes()
+    with pytest.raises(Exception, match="cannot pickle this|_Unpicklable"):
+        save({"model": _Unpicklable()}, path, info={"version": "bad"})
+    # The old model is intact, and no temporary file is left beside it.
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+    assert load(path, return_info=True)[1] == {"version": "good"}
 
 
 def test_incompatible_version_is_refused_before_unpickling_the_model(fitted, tmp_path,

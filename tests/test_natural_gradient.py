@@ -300,7 +300,7 @@ def test_stopping_rule_and_best_epoch(synthetic):
     X, y, _, _ = synthetic
     model = NaturalGradientCRF(update="sgd", max_iterations=200, period=3, delta=1e-2,
                                calibration_samples=40, random_state=0).fit(X, y)
-    assert model.n_iter_ < 200 and "stopping criterion" in model.termination_condition_
+    assert model.n_iter_ < 200 and model.termination_condition_ == "converged"
     losses = [entry["loss"] for entry in model.training_log_]
     assert (losses[-4] - losses[-1]) / losses[-1] < 1e-2
 

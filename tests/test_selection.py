@@ -2,10 +2,12 @@
 cases and its errors, for every estimator that chooses its settings."""
 
 import os
+import warnings
 
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, KFold
 
 from sklearn_ssl_crf import (
@@ -16,7 +18,7 @@ from sklearn_ssl_crf import (
     SelfTrainingCRF,
     SimilarityGraph,
 )
-from sklearn_ssl_crf._training import spread_folds
+from sklearn_ssl_crf._training import SemiSupervisedPath, spread_folds
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
 
@@ -263,6 +265,33 @@ def test_cv_results_and_refit(synthetic):
     # The refit runs the chosen number of iterations (fewer only if it converged).
     assert model.n_iter_ <= chosen["n_iter"] and model.best_iteration_ == model.n_iter_
     assert len(model.validation_scores_) >= chosen["n_iter"] + 1
+
+
+def test_termination_condition_and_convergence_warning(synthetic, monkeypatch):
+    X, y = synthetic
+    args, kwargs = (X[:30], y[:30]), {"X_unlabeled": X[30:120]}
+    settings = dict(c1=0.0, c2=0.1, gamma=0.1, proportion_weight=1.0, cv=3, random_state=0)
+    # Fixed settings: a run stopped at its cap is warned about, with the parameter to raise.
+    fixed = EntropyRegularizedCRF(**settings, early_stopping=False,
+                                  semi_supervised_iterations=2)
+    with pytest.warns(ConvergenceWarning, match="stopped at its cap of 2 iterations before "
+                      "converging; raise semi_supervised_iterations"):
+        fixed.fit(*args, **kwargs)
+    assert fixed.termination_condition_ == "max_iter" and fixed.n_iter_ == 2
+    assert fixed.training_log_[-1]["stop"] == "stopped at its cap of 2 iterations"
+    # A length chosen on held-out data is not: shorter than the cap it is 'no_improvement';
+    # the cap itself, by the 'end' rule (which refits for the cap by design), 'max_iter'.
+    choose = SemiSupervisedPath._choose_strength
+    for rule, length, expected in [("best", 2, "no_improvement"), ("end", 4, "max_iter")]:
+        monkeypatch.setattr(EntropyRegularizedCRF, "_iterations_rule", rule)
+        monkeypatch.setattr(SemiSupervisedPath, "_choose_strength",
+                            lambda self, *a, length=length, **k: (
+                                0, length, choose(self, *a, **k)[2]))
+        model = EntropyRegularizedCRF(**settings, semi_supervised_iterations=4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            model.fit(*args, **kwargs)
+        assert (model.termination_condition_, model.n_iter_) == (expected, length)
 
 
 @pytest.mark.parametrize("setup, message", [

@@ -151,7 +151,8 @@ def test_self_training_without_rounds_is_the_supervised_crf(synthetic):
     zero = fixed(SelfTrainingCRF(max_rounds=0, c2=0.5)).fit(X, y, X_unlabeled=X_unlabeled)
     shared = crf.num_attributes_
     np.testing.assert_allclose(zero.state_weights_[:shared], crf.state_weights_, atol=1e-9)
-    assert zero.n_iter_ == 0 and zero.termination_condition_ == "max_rounds reached"
+    # No round ran: the model is the supervised start, and so is why it stopped.
+    assert zero.n_iter_ == 0 and zero.termination_condition_ == "converged"
 
 
 def test_self_training_stops_when_pseudo_labels_are_a_fixed_point(synthetic):
@@ -159,7 +160,8 @@ def test_self_training_stops_when_pseudo_labels_are_a_fixed_point(synthetic):
 
     X, y, X_unlabeled, _, _ = synthetic
     model = fixed(SelfTrainingCRF(max_rounds=20, c2=0.5)).fit(X, y, X_unlabeled=X_unlabeled)
-    assert model.termination_condition_ == "pseudo-labels unchanged"
+    assert model.termination_condition_ == "converged"
+    assert model.training_log_[-1]["stop"] == "pseudo-labels unchanged"
     assert model.rounds_[-1]["changed_tokens"] == 0
     assert model.rounds_[0]["changed_tokens"] is None and model.n_iter_ >= 1
     # At the fixed point the model trained on its own Viterbi labels reproduces them.

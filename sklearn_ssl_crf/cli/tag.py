@@ -2,6 +2,7 @@
 
 import sys
 
+from .._files import atomic_path
 from ._inputs import FORMATS, check_readable, read_to_tag
 from ._model import load_tagger
 
@@ -37,28 +38,26 @@ def run(args):
     predicted = estimator.predict(features)
     marginals = estimator.predict_marginals(features) if args.marginals else None
     entropies = estimator.predict_entropy(features) if args.entropy else None
-    with (open(args.output, "w", encoding="utf-8") if args.output else _stdout()) as out:
-        if args.marginals:
-            out.write("# marginal columns: " + " ".join(map(str, estimator.classes_)) + "\n")
-        for i, (sentence, labels) in enumerate(zip(rows, predicted)):
-            if args.entropy:
-                out.write(f"# entropy = {entropies[i]:.4f}\n")
-            for j, (fields, label) in enumerate(zip(sentence, labels)):
-                columns = [*fields, label]
-                if args.marginals:
-                    columns += [f"{marginals[i][j][c]:.4f}" for c in estimator.classes_]
-                out.write("\t".join(columns) + "\n")
-            out.write("\n")
+    if not args.output:
+        _write_tags(sys.stdout, args, estimator, rows, predicted, marginals, entropies)
+        sys.stdout.flush()
+        return 0
+    # Written beside the file and renamed over it: a failed run leaves the old file.
+    with atomic_path(args.output) as temporary, open(temporary, "w", encoding="utf-8") as out:
+        _write_tags(out, args, estimator, rows, predicted, marginals, entropies)
     return 0
 
 
-class _stdout:
-    """Standard output as a context manager that does not close it."""
-
-    def __enter__(self):
-        return sys.stdout
-
-    def __exit__(self, *exc):
-        sys.stdout.flush()
-        return False
-
+def _write_tags(out, args, estimator, rows, predicted, marginals, entropies):
+    """Write the labelled sentences to the text stream ``out``."""
+    if args.marginals:
+        out.write("# marginal columns: " + " ".join(map(str, estimator.classes_)) + "\n")
+    for i, (sentence, labels) in enumerate(zip(rows, predicted)):
+        if args.entropy:
+            out.write(f"# entropy = {entropies[i]:.4f}\n")
+        for j, (fields, label) in enumerate(zip(sentence, labels)):
+            columns = [*fields, label]
+            if args.marginals:
+                columns += [f"{marginals[i][j][c]:.4f}" for c in estimator.classes_]
+            out.write("\t".join(columns) + "\n")
+        out.write("\n")

@@ -36,6 +36,10 @@ class LBFGSResult:
         ``active_features``, ``n_evaluations``, ``step``, ``time``, plus what the callback
         returned.
     termination_condition : str
+        Why it stopped, as a token: ``'converged'``, ``'max_iter'``,
+        ``'line_search_failed'``, or the token of a callback's ``StopIteration``.
+    message : str
+        The same in words.
     """
 
     x: np.ndarray
@@ -43,6 +47,7 @@ class LBFGSResult:
     n_iter: int
     log: list = field(default_factory=list)
     termination_condition: str = ""
+    message: str = ""
 
 
 def pseudo_gradient(x, gradient, c1):
@@ -96,8 +101,9 @@ def minimize_lbfgs(
         Backtracking steps before giving up on an iteration.
     callback : callable, default=None
         ``callback(iteration, x) -> dict or None`` after every iteration; the dict is merged
-        into the iteration's log entry. Raising ``StopIteration(reason)`` ends the
-        optimisation; ``StopIteration(reason, entry)`` also merges the dict ``entry``.
+        into the iteration's log entry. Raising ``StopIteration(token, message, entry)``
+        ends the optimisation with that termination condition and message, and merges the
+        dict ``entry``.
     verbose : bool, default=False
         Print one line per iteration.
 
@@ -112,13 +118,13 @@ def minimize_lbfgs(
     loss = value + c1 * np.abs(x).sum()
     n_evaluations = 1
     log, started = [], time.perf_counter()
-    reason = None
+    reason = message = None
     max_iterations = np.inf if max_iterations is None else max_iterations
 
     steepest = pseudo_gradient(x, gradient, c1)
     while len(log) < max_iterations:
         if not np.any(steepest):
-            reason = "converged: zero gradient"
+            reason, message = "converged", "zero gradient"
             break
         direction = history.apply_inverse_hessian(steepest)
         np.negative(direction, out=direction)
@@ -139,7 +145,8 @@ def minimize_lbfgs(
                 break
             step *= _BACKTRACK
         else:
-            reason = "line search failed to decrease the objective"
+            reason, message = ("line_search_failed",
+                               "the line search failed to decrease the objective")
             break
         history.push(x_new, x, gradient_new, gradient)
         x, value, gradient, loss = x_new, value_new, gradient_new, loss_new
@@ -161,25 +168,26 @@ def minimize_lbfgs(
             try:
                 entry.update(callback(entry["num"], x) or {})
             except StopIteration as stop:
-                reason, *details = stop.args or ("stopped by callback",)
-                entry.update(*details)
+                reason, message, details = stop.args
+                entry.update(details)
         log.append(entry)
         if verbose:
             print(_format_entry(entry, max_iterations), flush=True)
         if reason is not None:
             break
         if error_norm / max(1.0, feature_norm) < epsilon:
-            reason = "converged: gradient norm below epsilon"
+            reason, message = "converged", "gradient norm below epsilon"
             break
         if period and len(log) > period:
             previous = log[-1 - period]["loss"]
             if (previous - loss) / max(abs(loss), 1e-300) < delta:
-                reason = f"converged: improvement over {period} iterations below delta"
+                reason, message = ("converged",
+                                   f"improvement over {period} iterations below delta")
                 break
     if reason is None:
-        reason = "max_iterations reached"
+        reason, message = "max_iter", f"stopped at its cap of {len(log)} iterations"
     return LBFGSResult(x=x, fun=float(loss), n_iter=len(log), log=log,
-                       termination_condition=reason)
+                       termination_condition=reason, message=message)
 
 
 class _History:
@@ -231,8 +239,8 @@ def _format_entry(entry, max_iterations):
     extra = "".join(f" {key}={value:.4f}" for key, value in entry.items()
                     if key not in standard and isinstance(value, float))
     # A stopping rule may end the run sooner, so the time left is only a bound, and
-    # unknown without max_iterations.
-    if max_iterations:
+    # unknown without a cap on the iterations.
+    if np.isfinite(max_iterations):
         left = entry["time"] / entry["num"] * (max_iterations - entry["num"])
         extra += f"  at most {left:.0f}s left"
     return (

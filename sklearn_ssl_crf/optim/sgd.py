@@ -212,6 +212,9 @@ class SGDResult:
         Per epoch: ``num``, ``loss``, ``feature_norm``, ``learning_rate``, ``time``, plus
         what the callback returned.
     termination_condition : str
+        Why it stopped, as a token: ``'converged'``, ``'max_iter'`` or ``'not_finite'``.
+    message : str
+        The same in words.
     """
 
     state: np.ndarray
@@ -219,6 +222,7 @@ class SGDResult:
     n_iter: int
     log: list = field(default_factory=list)
     termination_condition: str = ""
+    message: str = ""
 
 
 def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=1e-6,
@@ -243,7 +247,7 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
     best_loss, best = np.inf, trainer.weights()
     history = []
     log = []
-    termination = "maximum number of epochs"
+    termination, message = "max_iter", f"stopped at its cap of {max_epochs} epochs"
     epoch = 0
     elapsed = 0.0
     for epoch in range(1, max_epochs + 1):
@@ -267,15 +271,16 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
                            f"{key}={value}" for key, value in entry.items()),
                   f"at most {left:.0f}s left", flush=True)
         if not np.isfinite(loss):
-            termination = "the loss is not finite"
+            termination, message = "not_finite", "the loss is not finite"
             break
         if loss < best_loss:
             best_loss, best = loss, trainer.weights()
         if len(history) >= period > 0:
             improvement = (history[-period] - loss) / loss
             if improvement < delta:
-                termination = "the stopping criterion (delta over period epochs)"
+                termination, message = ("converged",
+                                        f"improvement over {period} epochs below delta")
                 history.append(loss)
                 break
         history.append(loss)
-    return SGDResult(best[0], best[1], epoch, log, termination)
+    return SGDResult(best[0], best[1], epoch, log, termination, message)
