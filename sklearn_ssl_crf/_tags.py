@@ -11,8 +11,9 @@ class SequenceTagsMixin:
     in the bases.
 
     scikit-learn's common checks (``check_estimator``) feed 2-d arrays, so with these tags
-    they skip the estimator; ``tests/test_conformance.py`` runs the checks that apply to
-    sequences instead.
+    they skip the estimator; ``tests/test_conformance.py`` runs them all on a view whose
+    tags claim 2-d input (the API checks pass; the 2-d-array checks fail, each listed), and
+    their sequence form.
 
     Subclasses describe themselves with the class attributes below and `_requires_fit`.
     """

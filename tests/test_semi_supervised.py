@@ -34,16 +34,45 @@ def test_no_unlabelled_terms_is_exactly_the_supervised_crf(synthetic):
     assert ssl.predict(X_unlabeled) == crf.predict(X_unlabeled)
 
 
-@pytest.mark.parametrize("params", [{"gamma": 0.5}, {"gamma": 0.1, "proportion_weight": 1.0},
-                                    {"gamma": 0.0, "proportion_weight": 1.0}])
-def test_objective_never_decreases_from_the_supervised_start(synthetic, params):
-    X, y, X_unlabeled, _, _ = synthetic
-    model = fixed(EntropyRegularizedCRF(**params)).fit(X, y, X_unlabeled=X_unlabeled)
-    objective = [entry["objective"] for entry in model.training_log_
-                 if entry["phase"] == "semi-supervised"]
-    assert len(objective) > 2
-    assert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[:-1]))
-    assert objective[-1] > objective[0]
+@pytest.mark.parametrize("order, method", [(1, "lattice"), (1, "covariance"), (2, "lattice")])
+@pytest.mark.parametrize("gamma, weight", [(0.5, 0.0), (0.1, 1.0), (0.0, 1.0)])
+def test_full_objective_and_its_gradient(order, method, gamma, weight):
+    """The whole objective (likelihood, L2, entropy, label proportions): its value against
+    the fitted-model API's entropies and marginals, its gradient against finite
+    differences."""
+    X, y = make_sequences(30, features="dict", random_state=3)
+    X, y, X_unlabeled = X[:6], y[:6], X[6:14]
+    model = EntropyRegularizedCRF(order=order, entropy_gradient=method)
+    problem = model._prepare(X, y, X_unlabeled)
+    fold = model._fold(problem, np.arange(problem.n_labelled))
+    model._set_priors(fold, {"c1": 0.0, "c2": 0.3})
+    objective, parts = model._semi_supervised_objective(
+        fold, problem.extra["unlabelled"], gamma, weight)
+    theta = np.random.default_rng(0).normal(scale=0.5, size=fold.layout.size)
+    value, gradient = objective(theta)
+
+    # The value: the supervised part, plus the unlabelled terms from the model's own
+    # predict_entropy and predict_marginals at theta.
+    model._set_weight_blocks(fold.layout.blocks(theta))
+    entropy = float(np.sum(model.predict_entropy(X_unlabeled)))
+    marginals = [[m[label] for label in model.classes_] for sequence in
+                 model.predict_marginals(X_unlabeled) for m in sequence]
+    predicted = np.mean(marginals, axis=0)
+    target = fold.extra["target"]
+    kl = float(np.sum(target[target > 0] * np.log(target[target > 0] / predicted[target > 0])))
+    supervised = model._supervised_objective(fold)(theta)[0]
+    expected = supervised + gamma * entropy + weight * len(marginals) * kl
+    assert value == pytest.approx(expected, rel=1e-9)
+    assert parts["unlabelled_entropy"] == pytest.approx(entropy, rel=1e-9)
+
+    step = 1e-6
+    for i in np.random.default_rng(1).choice(theta.size, size=25, replace=False):
+        shifted = theta.copy()
+        shifted[i] += step
+        up = objective(shifted)[0]
+        shifted[i] -= 2 * step
+        numeric = (up - objective(shifted)[0]) / (2 * step)
+        assert numeric == pytest.approx(gradient[i], rel=1e-5, abs=1e-6)
 
 
 def test_label_proportion_term_moves_predictions_towards_the_target(synthetic):
@@ -170,8 +199,10 @@ def test_self_training_stops_when_pseudo_labels_are_a_fixed_point(synthetic):
 
 
 @pytest.mark.realdata
-def test_objective_never_decreases_on_bc2gm(shared_data):
-    """Real subset: 100 labelled and 300 unlabelled BC2GM sentences, both unlabelled terms."""
+def test_unlabelled_terms_fall_on_bc2gm(shared_data):
+    """Real subset: 100 labelled and 300 unlabelled BC2GM sentences, both unlabelled terms.
+    From the supervised start the phase lowers the unlabelled entropy (1,103 to 806 nats
+    when written) and the label proportions' KL (0.0078 to 0.0006)."""
     from sklearn_ssl_crf.datasets import load_bc2gm
     from sklearn_ssl_crf.featurize import WindowFeatures
 
@@ -179,8 +210,8 @@ def test_objective_never_decreases_on_bc2gm(shared_data):
     features = WindowFeatures()
     model = fixed(EntropyRegularizedCRF(gamma=0.1, proportion_weight=1.0, max_iterations=40)).fit(
         features.transform(X[:100]), y[:100], X_unlabeled=features.transform(X[100:400]))
-    objective = [entry["objective"] for entry in model.training_log_
-                 if entry["phase"] == "semi-supervised"]
-    assert len(objective) > 5
-    assert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[:-1]))
-    assert objective[-1] > objective[0]
+    phase = [entry for entry in model.training_log_ if entry["phase"] == "semi-supervised"]
+    start, end = phase[0], phase[-1]
+    assert start["num"] == 0 and end["num"] == 40
+    assert end["unlabelled_entropy"] < 0.85 * start["unlabelled_entropy"]
+    assert end["proportion_kl"] < 0.5 * start["proportion_kl"]
