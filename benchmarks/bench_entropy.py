@@ -26,7 +26,7 @@ from sklearn_ssl_crf import CRF
 from sklearn_ssl_crf._threads import single_threaded_blas
 from sklearn_ssl_crf.crf import _chunk_log_likelihood
 from sklearn_ssl_crf.datasets import load_bc2gm
-from sklearn_ssl_crf.featurize import WindowFeatures
+from sklearn_ssl_crf.features import WindowFeatures
 from sklearn_ssl_crf.inference import ChainLayout, covariance_entropy_gradient, entropy_gradient
 from sklearn_ssl_crf.inference.entropy import entropy_batch
 from sklearn_ssl_crf.packing import ChunkedSequences

@@ -13,7 +13,7 @@ from pathlib import Path
 from conll_features import DEFAULT_DATA, load_tutorial_conll2000, sentence_features
 from sklearn.feature_extraction import DictVectorizer
 
-from sklearn_ssl_crf.featurize import SequenceVectorizer, WindowFeatures
+from sklearn_ssl_crf.features import SequenceVectorizer, WindowFeatures
 
 
 def best_time(func, repeat):

@@ -23,7 +23,7 @@ import numpy as np
 
 from sklearn_ssl_crf import CRFCV, EntropyRegularizedCRF
 from sklearn_ssl_crf.datasets import load_bc2gm
-from sklearn_ssl_crf.featurize import WindowFeatures
+from sklearn_ssl_crf.features import WindowFeatures
 from sklearn_ssl_crf.metrics import span_classification_report
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "bc2gm"

@@ -21,7 +21,7 @@ from sklearn.model_selection import GridSearchCV
 
 from sklearn_ssl_crf import CRF
 from sklearn_ssl_crf.datasets import load_conll2000
-from sklearn_ssl_crf.featurize import WindowFeatures
+from sklearn_ssl_crf.features import WindowFeatures
 from sklearn_ssl_crf.metrics import span_classification_report, span_f1_scorer
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "conll2000"

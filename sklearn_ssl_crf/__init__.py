@@ -1,9 +1,9 @@
 """Semi-supervised linear-chain conditional random fields with a scikit-learn API."""
 
-from . import datasets, graph, inference, metrics, penalties
+from . import datasets, features, graph, inference, metrics, penalties
 from .crf import CRF
 from .crf_cv import CRFCV
-from .featurize import SequenceVectorizer, WindowFeatures, WindowRows
+from .features import SequenceVectorizer, WindowFeatures, WindowRows, WordClusters
 from .graph import SimilarityGraph
 from .graph_pr import GraphPRCRF
 from .graph_propagation import GraphPropagation
@@ -12,7 +12,6 @@ from .natural_gradient import NaturalGradientCRF
 from .self_training import SelfTrainingCRF
 from .semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
 from .sequences import SequenceMatrix, UnlabeledSequences
-from .word_clusters import WordClusters
 
 __version__ = "0.1.0.dev0"
 
@@ -32,6 +31,7 @@ __all__ = [
     "SequenceMatrix",
     "UnlabeledSequences",
     "SimilarityGraph",
+    "features",
     "inference",
     "metrics",
     "datasets",

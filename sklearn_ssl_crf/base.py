@@ -22,7 +22,7 @@ from ._validation import (
     unlabelled_input,
 )
 from .decoding import decode, posterior_marginals
-from .featurize import SequenceVectorizer
+from .features import SequenceVectorizer
 from .inference import chain_lattice
 from .inference.entropy import position_entropies
 from .metrics import span_f1_score

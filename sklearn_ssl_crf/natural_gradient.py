@@ -25,7 +25,7 @@ from ._validation import (
 )
 from .base import BaseCRF, unlabelled_sequences
 from .crf import _check_dev_pair, _label_cooccurrence
-from .featurize import SequenceVectorizer
+from .features import SequenceVectorizer
 from .inference import Workspace, chain_statistics
 from .metrics import has_spans
 from .objectives import label_count_gradient, log_likelihood, unlabelled_terms

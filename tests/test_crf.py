@@ -374,7 +374,7 @@ def test_conll2000_subset_accuracy_floor(shared_data):
     """500 CoNLL-2000 training sentences with WindowFeatures: span F1 measured 0.903
     (token accuracy 0.939) on the first 1,000 test sentences; the floors sit just below."""
     from sklearn_ssl_crf.datasets import load_conll2000
-    from sklearn_ssl_crf.featurize import WindowFeatures
+    from sklearn_ssl_crf.features import WindowFeatures
     from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
 
     splits = load_conll2000(shared_data / "conll2000")

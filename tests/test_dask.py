@@ -12,7 +12,7 @@ from test_graph_pr import word_graph
 
 from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, SelfTrainingCRF, packing
 from sklearn_ssl_crf.datasets import make_sequences
-from sklearn_ssl_crf.featurize import SequenceVectorizer
+from sklearn_ssl_crf.features import SequenceVectorizer
 from sklearn_ssl_crf.packing import ChunkedSequences
 from sklearn_ssl_crf.semi_supervised import _chunk_unlabelled_terms
 

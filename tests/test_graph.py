@@ -15,9 +15,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklearn_ssl_crf import graph as graph_module
 from sklearn_ssl_crf.datasets import load_ud_english_ewt
-from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, resolve_graph, trigram_graph
+from sklearn_ssl_crf.graph import (
+    SimilarityGraph,
+    _search,
+    _trigram,
+    knn_graph,
+    resolve_graph,
+    trigram_graph,
+)
 from sklearn_ssl_crf.sequences import SequenceMatrix
 
 # --- oracles ----------------------------------------------------------------------------
@@ -123,8 +129,8 @@ def test_knn_graph_sparse_search_matches_brute_force(monkeypatch):
     rows = sp.random(300, 400, density=0.008, random_state=1, format="csr")
     rows.data = rng.normal(size=rows.nnz)
     calls = []
-    original = graph_module._sparse_candidates
-    monkeypatch.setattr(graph_module, "_sparse_candidates",
+    original = _search._sparse_candidates
+    monkeypatch.setattr(_search, "_sparse_candidates",
                         lambda *args: calls.append(1) or original(*args))
     graph = knn_graph([rows], n_neighbors=3)
     assert calls, "the similarities of sparse rows should be searched sparsely"
@@ -155,12 +161,12 @@ def test_block_size_does_not_change_the_graph(kind):
 def test_row_blocks_bound_the_similarities_of_sparse_rows():
     rows = sp.random(300, 50, density=0.04, random_state=5, format="csr")
     products = (rows != 0).astype(int) @ (rows != 0).T.astype(int)
-    blocks = list(graph_module._row_blocks(rows, 500, by_nonzeros=True))
+    blocks = list(_search._row_blocks(rows, 500, by_nonzeros=True))
     assert blocks[0][0] == 0 and blocks[-1][1] == 300
     assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
     assert all(products[start:stop].nnz <= 500 + 300 for start, stop in blocks)
     assert 3 < len(blocks) < 300  # neither one row a block nor all rows in one
-    dense_blocks = list(graph_module._row_blocks(rows, 500, by_nonzeros=False))
+    dense_blocks = list(_search._row_blocks(rows, 500, by_nonzeros=False))
     assert dense_blocks == [(start, min(start + 1, 300)) for start in range(300)]
 
 
@@ -334,9 +340,9 @@ def test_pmi_of_a_hand_computed_case():
     assert vector[("w2", ("a",))] == pytest.approx(math.log(4 * 1 / (2 * 1)))
     assert vector[("w13", ("<s>", "b"))] == pytest.approx(math.log(4))
     # The module's row of that type is the same vector scaled to unit length.
-    window, vertex_of, _, words, names = graph_module._trigram_occurrences(
+    window, vertex_of, _, words, names = _trigram._trigram_occurrences(
         [["a", "b"], ["a", "c"]], "word.lower")
-    features = graph_module._pmi_features(window, vertex_of, len(names), words, None)
+    features = _trigram._pmi_features(window, vertex_of, len(names), words, None)
     row = features[names.index(("<s>", "a", "b"))].data
     expected = np.array(list(vector.values()))
     np.testing.assert_allclose(np.sort(row), np.sort(expected / np.linalg.norm(expected)))

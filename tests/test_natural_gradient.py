@@ -457,7 +457,7 @@ def test_semi_supervised_training_uses_unlabelled_sequences(synthetic):
 
 def test_conll2000_subset_every_transform_within_half_a_point_of_crf(shared_data):
     from sklearn_ssl_crf.datasets import load_conll2000  # noqa: PLC0415
-    from sklearn_ssl_crf.featurize import WindowFeatures  # noqa: PLC0415
+    from sklearn_ssl_crf.features import WindowFeatures  # noqa: PLC0415
 
     splits = load_conll2000(shared_data / "conll2000")
     (X_train, y_train), (X_test, y_test) = splits["train"], splits["test"]

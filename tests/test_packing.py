@@ -8,7 +8,7 @@ import numpy as np
 from joblib import Parallel, delayed, parallel_config
 
 from sklearn_ssl_crf.datasets import make_sequences
-from sklearn_ssl_crf.featurize import SequenceVectorizer
+from sklearn_ssl_crf.features import SequenceVectorizer
 from sklearn_ssl_crf.packing import ChunkedSequences, _chunk_bounds
 from sklearn_ssl_crf.semi_supervised import _chunk_unlabelled_terms
 

@@ -204,7 +204,7 @@ def test_unlabelled_terms_fall_on_bc2gm(shared_data):
     From the supervised start the phase lowers the unlabelled entropy (1,103 to 806 nats
     when written) and the label proportions' KL (0.0078 to 0.0006)."""
     from sklearn_ssl_crf.datasets import load_bc2gm
-    from sklearn_ssl_crf.featurize import WindowFeatures
+    from sklearn_ssl_crf.features import WindowFeatures
 
     X, y = load_bc2gm(shared_data / "bc2gm")["train"]
     features = WindowFeatures()

@@ -22,7 +22,7 @@ from sklearn_ssl_crf import (
     packing,
 )
 from sklearn_ssl_crf.datasets import iter_text, make_sequences
-from sklearn_ssl_crf.featurize import SequenceVectorizer
+from sklearn_ssl_crf.features import SequenceVectorizer
 
 sklearn_version = parse_version(parse_version(sklearn.__version__).base_version)
 

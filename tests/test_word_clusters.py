@@ -1,6 +1,5 @@
 """Tests of `WordClusters` and of its features in `WindowFeatures`."""
 
-import doctest
 import pickle
 from itertools import combinations
 
@@ -20,8 +19,8 @@ from sklearn_ssl_crf import (
     WindowFeatures,
     WordClusters,
 )
-from sklearn_ssl_crf import word_clusters as word_clusters_module
 from sklearn_ssl_crf.datasets import load_bc2gm
+from sklearn_ssl_crf.features import _word_clusters as word_clusters_module
 from sklearn_ssl_crf.metrics import span_f1_score
 
 WORD_CLASSES = {
@@ -291,11 +290,6 @@ def test_clusters_lift_a_crf_on_bc2gm(shared_data):
         scores.append(span_f1_score(y_dev, model.predict(features.transform(X_dev))))
     # +3.1 here with scikit-learn 1.9; +2.1 with 1.3.2, whose MiniBatchKMeans differs.
     assert scores[1] >= scores[0] + 0.015, scores
-
-
-def test_docstring_examples():
-    result = doctest.testmod(word_clusters_module)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_window_features_add_the_scaled_vector_of_the_word_only(fitted):

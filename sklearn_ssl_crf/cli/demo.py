@@ -5,11 +5,10 @@ import time
 
 from ..crf_cv import CRFCV
 from ..datasets import make_sequences
-from ..featurize import WindowFeatures
+from ..features import WindowFeatures, WordClusters
 from ..metrics import flat_accuracy_score, span_f1_score
 from ..self_training import SelfTrainingCRF
 from ..semi_supervised import EntropyRegularizedCRF
-from ..word_clusters import WordClusters
 
 N_LABELLED, N_UNLABELLED, N_TEST = 50, 1000, 1000
 

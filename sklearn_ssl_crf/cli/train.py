@@ -11,13 +11,12 @@ from sklearn.pipeline import Pipeline
 from .._training import describe_settings
 from ..crf import CRF
 from ..crf_cv import CRFCV
-from ..featurize import WindowFeatures
+from ..features import WindowFeatures, WordClusters
 from ..graph_pr import GraphPRCRF
 from ..model_files import save
 from ..natural_gradient import NaturalGradientCRF
 from ..self_training import SelfTrainingCRF
 from ..semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
-from ..word_clusters import WordClusters
 from ._inputs import FORMATS, UnlabelledFiles, check_readable, guess_format, read_labelled
 from ._scores import scores as dev_scores
 

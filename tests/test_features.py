@@ -1,4 +1,4 @@
-"""Tests of `sklearn_ssl_crf.featurize`: SequenceVectorizer, WindowFeatures and WindowRows."""
+"""Tests of `sklearn_ssl_crf.features`: SequenceVectorizer, WindowFeatures and WindowRows."""
 
 import copy
 import importlib.util
@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from sklearn_ssl_crf.crf import CRF
 from sklearn_ssl_crf.datasets import load_conll2000
-from sklearn_ssl_crf.featurize import SequenceVectorizer, WindowFeatures, WindowRows
+from sklearn_ssl_crf.features import SequenceVectorizer, WindowFeatures, WindowRows
 from sklearn_ssl_crf.sequences import SequenceMatrix
 
 # One token of every value type python-crfsuite accepts, with the attributes it must give.

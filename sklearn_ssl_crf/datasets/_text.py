@@ -1,0 +1,376 @@
+"""Readers of sequence-labelling text: column files (CoNLL-2000, BC2GM), CoNLL-U and raw
+text, one sentence a line. They return plain Python lists: ``sequences`` (one list of
+tokens per sentence) and ``labels`` (one list of str tags per sentence).
+"""
+
+import gzip
+import numbers
+from operator import itemgetter
+
+__all__ = ["read_columns", "read_column_fields", "read_conllu", "read_text", "iter_text"]
+
+
+_DOCSTART = "-DOCSTART-"
+
+
+_CONLLU_FIELDS = 10
+
+
+_CONLLU_FORM = 1
+
+
+_CONLLU_TAG_COLUMN = {"upos": 3, "xpos": 4}
+
+
+def _read_lines(source, encoding):
+    """Name and lines of a path (gzip-compressed when it ends in ``.gz``) or open text file,
+    read in one go (much faster than iterating)."""
+    if hasattr(source, "read"):
+        return str(getattr(source, "name", "<file>")), source.read().split("\n")
+    opener = gzip.open if str(source).endswith(".gz") else open
+    with opener(source, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        raise _decoding_error(source, data.count(b"\n", 0, error.start) + 1, data, error,
+                              encoding) from None
+    # As universal newlines would: CRLF and CR become LF. Splitting on "\n" only (not
+    # str.splitlines) keeps tokens that contain exotic line separators such as U+2028 intact.
+    return str(source), text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _decoding_error(source, lineno, data, error, encoding):
+    byte = data[error.start:error.start + 1]
+    return ValueError(f"{source}, line {lineno}: byte {byte!r} is not valid {encoding} "
+                      f"({error.reason}); give the file's encoding")
+
+
+def _column_indices(columns, label_column, n_fields, name, lineno):
+    """Normalise ``columns`` and ``label_column`` to non-negative indices for rows of
+    ``n_fields`` fields."""
+    def normalise(index, what):
+        if (
+            not isinstance(index, numbers.Integral)
+            or isinstance(index, bool)
+            or not -n_fields <= index < n_fields
+        ):
+            raise ValueError(
+                f"{name}, line {lineno}: {what} {index!r} does not exist in a line of "
+                f"{n_fields} columns"
+            )
+        return int(index) % n_fields
+
+    label = normalise(label_column, "label_column")
+    if columns is None:
+        if n_fields < 2:
+            raise ValueError(
+                f"{name}, line {lineno}: a labelled token line needs a token and a label, "
+                f"found 1 column"
+            )
+        return [i for i in range(n_fields) if i != label], label
+    if isinstance(columns, numbers.Integral):
+        columns = [columns]
+    keep = [normalise(i, "column") for i in columns]
+    if not keep:
+        raise ValueError("columns must name at least one column")
+    if label in keep:
+        raise ValueError(f"columns {list(columns)} include the label column {label_column}")
+    return keep, label
+
+
+def read_columns(path, columns=None, label_column=-1, sep=None, encoding="utf-8"):
+    """Read a column-formatted sequence-labelling file (CoNLL-2000 style, or ``token<TAB>tag``).
+
+    One token per line, its fields separated by ``sep``; a blank line ends a sentence. Lines
+    starting with ``-DOCSTART-`` are document markers and are skipped (they also end a
+    sentence). Repeated blank lines, trailing whitespace, CRLF line ends and a missing final
+    blank line are tolerated.
+
+    Parameters
+    ----------
+    path : str, path-like or text file object
+        The file to read. An open file is read from its current position.
+    columns : int, sequence of int or None, default=None
+        Columns making up a token (negative indices count from the end). ``None`` keeps every
+        column except the label column.
+    label_column : int, default=-1
+        Column holding the tag.
+    sep : str or None, default=None
+        Field separator; ``None`` splits on runs of whitespace. Use ``"\\t"`` when tokens may
+        contain spaces.
+    encoding : str, default="utf-8"
+        Encoding used when ``path`` is a path.
+
+    Returns
+    -------
+    sequences : list of list
+        One list of tokens per sentence. A token is the str field when one column is kept,
+        else a tuple of the kept fields in the order of ``columns`` (for example
+        ``(word, POS)`` for CoNLL-2000).
+    labels : list of list of str
+        The tags, aligned with ``sequences``.
+
+    Raises
+    ------
+    ValueError
+        If a line has a different number of fields than the first token line of the file
+        (the message names the file and the line number), or if a requested column does not
+        exist.
+
+    Examples
+    --------
+    >>> import io
+    >>> from sklearn_ssl_crf.datasets import read_columns
+    >>> text = "He PRP B-NP\\nreckons VBZ B-VP\\n\\nThe DT B-NP\\n"
+    >>> sequences, labels = read_columns(io.StringIO(text))
+    >>> sequences
+    [[('He', 'PRP'), ('reckons', 'VBZ')], [('The', 'DT')]]
+    >>> labels
+    [['B-NP', 'B-VP'], ['B-NP']]
+    >>> read_columns(io.StringIO(text), columns=0)[0]
+    [['He', 'reckons'], ['The']]
+    """
+    name, lines = _read_lines(path, encoding)
+    rows, first_line = _column_rows(name, lines, sep)
+    if not rows:
+        return [], []
+    keep, label = _column_indices(columns, label_column, len(rows[0][0]), name, first_line)
+    # itemgetter returns the bare field for one index and a tuple for several, exactly the
+    # token type documented above.
+    get_token = itemgetter(*keep)
+    sequences = [[get_token(fields) for fields in sentence] for sentence in rows]
+    labels = [[fields[label] for fields in sentence] for sentence in rows]
+    return sequences, labels
+
+
+def read_column_fields(path, sep=None, encoding="utf-8"):
+    """Read a column-formatted file as it is: the fields of every token, no label split.
+
+    The layout is `read_columns`'s (one token per line, a blank line or ``-DOCSTART-`` ends
+    a sentence), with or without a label column: use it for unlabelled column files, or
+    to keep every field of a file.
+
+    Parameters
+    ----------
+    path : str, path-like or text file object
+        The file to read (gzip-compressed when its name ends in ``.gz``).
+    sep : str or None, default=None
+        Field separator; ``None`` splits on runs of whitespace.
+    encoding : str, default="utf-8"
+        Encoding used when ``path`` is a path.
+
+    Returns
+    -------
+    sentences : list of list of list of str
+        The fields of each token of each sentence.
+
+    Raises
+    ------
+    ValueError
+        If a line has a different number of fields than the first token line, or a byte is
+        not valid in ``encoding`` (the message names the file and the line number).
+
+    Examples
+    --------
+    >>> import io
+    >>> from sklearn_ssl_crf.datasets import read_column_fields
+    >>> read_column_fields(io.StringIO("He PRP\\nran VBD\\n\\nGo VB\\n"))
+    [[['He', 'PRP'], ['ran', 'VBD']], [['Go', 'VB']]]
+    """
+    name, lines = _read_lines(path, encoding)
+    return _column_rows(name, lines, sep)[0]
+
+
+def _column_rows(name, lines, sep):
+    """The fields of each token of each sentence, and the line number of the first token;
+    checks that every token line has as many fields as the first."""
+    sentences, sentence = [], []
+    n_fields = first_line = None
+    for lineno, line in enumerate(lines, start=1):
+        line = line.rstrip()
+        fields = line.split(sep) if line else None
+        if fields is None or fields[0] == _DOCSTART:
+            if sentence:
+                sentences.append(sentence)
+                sentence = []
+            continue
+        if n_fields is None:
+            n_fields, first_line = len(fields), lineno
+        elif len(fields) != n_fields:
+            raise ValueError(
+                f"{name}, line {lineno}: expected {n_fields} columns (as on the first token "
+                f"line), found {len(fields)}"
+            )
+        sentence.append(fields)
+    if sentence:
+        sentences.append(sentence)
+    return sentences, first_line
+
+
+def read_conllu(path, column="upos", encoding="utf-8"):
+    """Read the words and part-of-speech tags of a CoNLL-U file (Universal Dependencies).
+
+    Comment lines (``#``), multi-word token ranges (IDs such as ``3-4``) and empty nodes
+    (IDs such as ``5.1``) are skipped, so the result holds the syntactic words of each
+    sentence.
+
+    Parameters
+    ----------
+    path : str, path-like or text file object
+        The file to read.
+    column : {"upos", "xpos"}, default="upos"
+        Which tag to return: universal (column 4) or language-specific (column 5).
+    encoding : str, default="utf-8"
+        Encoding used when ``path`` is a path.
+
+    Returns
+    -------
+    sequences : list of list of str
+        The FORM of each word, one list per sentence.
+    labels : list of list of str
+        The tags, aligned with ``sequences``.
+
+    Raises
+    ------
+    ValueError
+        If a non-blank, non-comment line does not have 10 tab-separated fields, or a word's
+        tag is ``_`` (no tag; the message names the file and the line number), or if
+        ``column`` is unknown.
+
+    Examples
+    --------
+    >>> import io
+    >>> from sklearn_ssl_crf.datasets import read_conllu
+    >>> text = ("# text = Don't\\n"
+    ...         "1-2\\tDon't\\t_\\t_\\t_\\t_\\t_\\t_\\t_\\t_\\n"
+    ...         "1\\tDo\\tdo\\tAUX\\tVBP\\t_\\t2\\taux\\t_\\t_\\n"
+    ...         "2\\tn't\\tnot\\tPART\\tRB\\t_\\t0\\troot\\t_\\t_\\n\\n")
+    >>> read_conllu(io.StringIO(text))
+    ([['Do', "n't"]], [['AUX', 'PART']])
+    """
+    if column not in _CONLLU_TAG_COLUMN:
+        raise ValueError(f"column must be one of {sorted(_CONLLU_TAG_COLUMN)}, got {column!r}")
+    tag_index = _CONLLU_TAG_COLUMN[column]
+    name, lines = _read_lines(path, encoding)
+    sequences, labels = [], []
+    words, tags = [], []
+    for lineno, line in enumerate(lines, start=1):
+        # Strip only the line end: in CoNLL-U, spaces may belong to a field.
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            if words:
+                sequences.append(words)
+                labels.append(tags)
+                words, tags = [], []
+            continue
+        if line.startswith("#"):
+            continue
+        fields = _tab_fields(line, _CONLLU_FIELDS, name, lineno)
+        if "-" in fields[0] or "." in fields[0]:
+            continue
+        if fields[tag_index] == "_":
+            raise ValueError(f"{name}, line {lineno}: the word has no {column} tag ('_')")
+        words.append(fields[_CONLLU_FORM])
+        tags.append(fields[tag_index])
+    if words:
+        sequences.append(words)
+        labels.append(tags)
+    return sequences, labels
+
+
+def read_text(path, encoding="utf-8"):
+    """Read raw text for unlabelled training or tagging: one sentence per line.
+
+    Tokens are separated by runs of whitespace; blank lines are skipped.
+
+    Parameters
+    ----------
+    path : str, path-like or text file object
+        The file to read (gzip-compressed when its name ends in ``.gz``).
+    encoding : str, default="utf-8"
+        Encoding used when ``path`` is a path.
+
+    Returns
+    -------
+    sequences : list of list of str
+        The tokens of each non-blank line.
+
+    Raises
+    ------
+    ValueError
+        If a byte of the file is not valid in ``encoding`` (the message names the file and
+        the line number).
+
+    Examples
+    --------
+    >>> import io
+    >>> from sklearn_ssl_crf.datasets import read_text
+    >>> read_text(io.StringIO("The cat sat .\\n\\nIt ran .\\n"))
+    [['The', 'cat', 'sat', '.'], ['It', 'ran', '.']]
+    """
+    _, lines = _read_lines(path, encoding)
+    return [tokens for tokens in map(str.split, lines) if tokens]
+
+
+def iter_text(path, encoding="utf-8"):
+    """Read raw text lazily, one sentence per line: `read_text` as a generator.
+
+    Only one line is in memory at a time, so millions of unlabelled sentences can be
+    featurised and packed as they are read (``X_unlabeled`` of the estimators takes any
+    iterable). Each pass over the file needs a new generator.
+
+    Parameters
+    ----------
+    path : str, path-like or text file object
+        The file to read (gzip-compressed when its name ends in ``.gz``).
+    encoding : str, default="utf-8"
+        Encoding used when ``path`` is a path.
+
+    Yields
+    ------
+    tokens : list of str
+        The tokens of each non-blank line.
+
+    Raises
+    ------
+    ValueError
+        When the line being read holds a byte that is not valid in ``encoding`` (the
+        message names the file and the line number).
+
+    Examples
+    --------
+    >>> import io
+    >>> from sklearn_ssl_crf.datasets import iter_text
+    >>> sentences = iter_text(io.StringIO("The cat sat .\\n\\nIt ran .\\n"))
+    >>> next(sentences)
+    ['The', 'cat', 'sat', '.']
+    >>> list(sentences)
+    [['It', 'ran', '.']]
+    """
+    if hasattr(path, "read"):
+        for line in path:
+            tokens = line.split()
+            if tokens:
+                yield tokens
+        return
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode(encoding)
+            except UnicodeDecodeError as error:
+                raise _decoding_error(path, lineno, raw, error, encoding) from None
+            tokens = line.split()
+            if tokens:
+                yield tokens
+
+
+def _tab_fields(line, n_fields, name, lineno, layout=""):
+    """The tab-separated fields of line ``lineno`` of file ``name``; there must be
+    ``n_fields`` (``layout`` says what they are, for the error message)."""
+    fields = line.split("\t")
+    if len(fields) != n_fields:
+        raise ValueError(f"{name}, line {lineno}: expected {n_fields} tab-separated "
+                         f"fields{layout}, found {len(fields)}")
+    return fields

@@ -1,0 +1,207 @@
+"""The mutual k-nearest-neighbour search both graph builders share (He et al. 2013 §4.1):
+rows of unit vectors are compared a block of rows at a time and only the k best of each row
+are kept, so memory stays about ``n_vertices * k`` plus one block, never
+``n_vertices ** 2``.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.extmath import safe_sparse_dot
+
+# Above this fraction of nonzeros, dense arithmetic beats sparse: feature rows are compared
+# with BLAS, and a block of similarities is searched with a partition per row rather than
+# by sorting its nonzeros.
+_DENSE_ENOUGH = 1 / 16
+
+
+# Buckets of the histogram that narrows a sparse row's candidates before the exact sort.
+_N_BUCKETS = 1024
+
+
+def _check_positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value}")
+    return int(value)
+
+
+def _check_real(value, name, interval, inside):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number in {interval}, got {type(value).__name__}")
+    if not inside(value):  # NaN fails every comparison, so lands here too
+        raise ValueError(f"{name} must be in {interval}, got {value}")
+    return float(value)
+
+
+def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_rows=None,
+                own_weight=0.0, min_own_similarity=None, excluded=None):
+    """Mutual k-NN weights for the similarities ``rows @ rows.T``, a block of rows at a time.
+
+    With ``own_rows``, the similarity is ``rows @ rows.T + own_weight * own_rows @ own_rows.T``
+    and, with ``min_own_similarity``, only pairs with ``own_rows[u] @ own_rows[v] >
+    min_own_similarity`` are candidates. The candidates of u are the v != u with similarity >
+    ``min_similarity`` that are not ``excluded`` (so an excluded vertex has no mutual edge
+    either). u keeps its ``n_neighbors`` most similar candidates, ties going to the lower
+    index. (u, v) is an edge iff each keeps the other; its weight is the smaller of the two
+    computed similarities (they can differ by rounding), so the result is exactly symmetric.
+    Memory: the kept pairs (``n x n_neighbors``) plus about ``max_block_entries``
+    similarities at a time, dense or (for sparse rows) the nonzeros of a sparse block.
+    """
+    rows = _dense_if_dense_enough(rows)
+    n_rows = rows.shape[0]
+    columns = _transposed(rows)
+    if own_rows is not None:
+        own_rows = _dense_if_dense_enough(own_rows)
+        own_columns = _transposed(own_rows)
+    dense_step = max(1, max_block_entries // n_rows)
+    index_dtype = np.int32 if n_rows * n_neighbors < 2**31 else np.int64
+    kept = []
+    for start, stop in _row_blocks(rows, max_block_entries, by_nonzeros=own_rows is None):
+        similarities = safe_sparse_dot(rows[start:stop], columns)
+        if sp.issparse(similarities) and own_rows is None and (
+                similarities.nnz < _DENSE_ENOUGH * (stop - start) * n_rows):
+            candidates = _sparse_candidates(similarities.tocsr(), start, n_neighbors,
+                                            min_similarity, excluded)
+            kept.append(_kept_rows(candidates, n_neighbors, start, stop, index_dtype))
+            continue
+        # A dense block, or a sparse one too dense to search sparsely: dense slices of at
+        # most max_block_entries.
+        for first in range(start, stop, dense_step):
+            last = min(first + dense_step, stop)
+            block = _to_dense(similarities[first - start:last - start])
+            if own_rows is not None:
+                own = _to_dense(safe_sparse_dot(own_rows[first:last], own_columns))
+                outside = None if min_own_similarity is None else own <= min_own_similarity
+                own *= own_weight
+                block += own
+                if outside is not None:
+                    # Shift the non-candidates below min_similarity rather than to -inf:
+                    # the partition slows threefold on rows full of equal values.
+                    shift = max(block.max() - min_similarity, 0.0) + 1.0
+                    np.subtract(block, shift, out=block, where=outside)
+            candidates = _dense_candidates(block, first, n_neighbors, min_similarity, excluded)
+            kept.append(_kept_rows(candidates, n_neighbors, first, last, index_dtype))
+    counts, targets, values = (np.concatenate(parts) for parts in zip(*kept))
+    del kept
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
+    directed = sp.csr_matrix((values, targets, indptr), shape=(n_rows, n_rows))
+    directed.sort_indices()
+    # Absent entries are 0 and kept values positive, so the minimum keeps mutual pairs only.
+    weights = sp.csr_matrix(directed.minimum(directed.T))
+    weights.eliminate_zeros()
+    return weights
+
+
+def _row_blocks(rows, max_block_entries, by_nonzeros):
+    """(start, stop) of blocks of rows whose similarities to all rows number about
+    ``max_block_entries``: ``rows x n_rows`` for dense rows; for sparse rows (with
+    ``by_nonzeros``) a bound on the nonzeros, so that blocks of sparse similarities are not
+    needlessly small (thousands of tiny blocks cost more in overhead than in arithmetic)."""
+    n_rows = rows.shape[0]
+    if by_nonzeros and sp.issparse(rows):
+        # Row u's similarities have at most n_rows nonzeros, and at most as many as the
+        # products that make them: the sum over u's features of how many rows have each.
+        column_counts = np.bincount(rows.indices, minlength=rows.shape[1])
+        row_of_entry = np.repeat(np.arange(n_rows), np.diff(rows.indptr))
+        products = np.bincount(row_of_entry, weights=column_counts[rows.indices],
+                               minlength=n_rows)
+        ends = np.cumsum(np.minimum(products, n_rows))
+        marks = np.arange(1, int(ends[-1] // max_block_entries) + 1) * max_block_entries
+        stops = np.searchsorted(ends, marks, side="right")
+    else:
+        step = max(1, max_block_entries // n_rows)
+        stops = np.arange(step, n_rows, step)
+    stops = np.unique(np.concatenate([stops[(stops > 0) & (stops < n_rows)], [n_rows]]))
+    return zip(np.concatenate([[0], stops[:-1]]).tolist(), stops.tolist())
+
+
+def _kept_rows(candidates, n_neighbors, start, stop, index_dtype):
+    """The k best candidates of rows start..stop as CSR pieces: counts, targets, values."""
+    sources, targets, values = _top_k(*candidates, n_neighbors)
+    # Kept pairs come sorted by source: stored as CSR rows straight away (12 bytes a pair
+    # rather than 24 for coordinates), the largest memory of the search.
+    return (np.bincount(sources - start, minlength=stop - start), targets.astype(index_dtype),
+            values)
+
+
+def _dense_if_dense_enough(rows):
+    if sp.issparse(rows):
+        if rows.nnz >= _DENSE_ENOUGH * rows.shape[0] * rows.shape[1]:
+            return rows.toarray()
+        return sp.csr_matrix(rows)
+    return np.asarray(rows, dtype=np.float64)
+
+
+def _transposed(rows):
+    """``rows.T`` in the layout that multiplies fastest (CSR for sparse rows)."""
+    return rows.T.tocsr() if sp.issparse(rows) else rows.T
+
+
+def _to_dense(similarities):
+    return similarities.toarray() if sp.issparse(similarities) else np.asarray(similarities)
+
+
+def _sparse_candidates(similarities, start, n_neighbors, min_similarity, excluded):
+    """(row, column, similarity) of a sparse block's candidates that can be among the k best
+    of their row (a superset: all of the bucket that holds the row's k-th best)."""
+    n_block = similarities.shape[0]
+    indptr, targets, values = similarities.indptr, similarities.indices, similarities.data
+    local = np.repeat(np.arange(n_block), np.diff(indptr))
+    keep = (values > min_similarity) & (local != targets - start)
+    if excluded is not None:
+        keep &= ~excluded[targets]
+    running = np.concatenate([[0], np.cumsum(keep)])
+    long = running[indptr[1:]] - running[indptr[:-1]] > n_neighbors
+    if long.any():
+        # Sorting every candidate would cost most of the search (rows of common trigrams
+        # have thousands): a histogram of each long row's values says which bucket holds its
+        # k-th best, and only the buckets from there up go on to the exact sort. As many
+        # buckets as a long row has candidates on average keeps the histograms no larger
+        # than the block; other entries go to an extra last bin.
+        n_long = np.count_nonzero(long)
+        in_long = keep & long[local]
+        n_buckets = int(np.clip(np.count_nonzero(in_long) // n_long, 16, _N_BUCKETS))
+        bucket = (values * (n_buckets / values[in_long].max())).astype(np.int64)
+        np.clip(bucket, 0, n_buckets - 1, out=bucket)
+        long_row = np.cumsum(long) - 1
+        bins = np.where(in_long, long_row[local] * n_buckets + bucket, n_long * n_buckets)
+        histogram = np.bincount(bins, minlength=n_long * n_buckets + 1)[:-1]
+        from_top = np.cumsum(histogram.reshape(n_long, n_buckets)[:, ::-1], axis=1)
+        kth_bucket = np.zeros(n_block, dtype=np.int64)  # short rows keep all candidates
+        kth_bucket[long] = n_buckets - 1 - np.argmax(from_top >= n_neighbors, axis=1)
+        keep &= bucket >= kth_bucket[local]
+    kept = np.flatnonzero(keep)
+    return local[kept] + start, targets[kept].astype(np.int64), values[kept]
+
+
+def _dense_candidates(similarities, start, n_neighbors, min_similarity, excluded):
+    """(row, column, similarity) of a dense block's candidates that can be among the k best
+    of their row: at least as similar as the row's k-th best (ties may give more than k)."""
+    n_block, n_columns = similarities.shape
+    local = np.arange(n_block)
+    similarities[local, start + local] = -np.inf
+    if excluded is not None:
+        similarities[:, excluded] = -np.inf
+    # One comparison per entry: "> min_similarity" is ">= the next float up".
+    threshold = np.full(n_block, np.nextafter(min_similarity, np.inf))
+    if n_columns > n_neighbors:
+        kth = np.partition(similarities, n_columns - n_neighbors, axis=1)[:, n_columns -
+                                                                          n_neighbors]
+        np.maximum(threshold, kth, out=threshold)
+    # flatnonzero then divmod: several times faster than a 2-d nonzero.
+    kept = np.flatnonzero(similarities >= threshold[:, None])
+    sources, targets = np.divmod(kept, n_columns)
+    return sources + start, targets, similarities.reshape(-1)[kept]
+
+
+def _top_k(sources, targets, values, k):
+    """The k most similar candidates of each source, ties to the lower target."""
+    order = np.lexsort((targets, -values, sources))
+    sources, targets, values = sources[order], targets[order], values[order]
+    new_source = np.concatenate([[True], sources[1:] != sources[:-1]])
+    group_start = np.maximum.accumulate(np.where(new_source, np.arange(sources.size), 0))
+    keep = np.arange(sources.size) - group_start < k
+    return sources[keep], targets[keep], values[keep]

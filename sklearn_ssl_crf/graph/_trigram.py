@@ -1,0 +1,340 @@
+"""`trigram_graph`: the graph over the trigram types of text (He et al. 2013 §4.2), types
+compared by the cosine of their PMI-weighted context features.
+"""
+
+import re
+from collections.abc import Mapping
+from itertools import chain
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.preprocessing import normalize
+
+from ..sequences import SequenceMatrix
+from ._search import _check_positive_int, _mutual_knn
+from ._similarity_graph import SimilarityGraph, _token_positions
+
+__all__ = ["trigram_graph"]
+
+
+# A number: digits with an optional sign and separators ("-2", "1,000.5", "3/4", "10:30",
+# "1-800"). Words mixing digits and letters ("1990s", "3rd", "f16") keep their form: their
+# letters carry part-of-speech evidence (a plural, an ordinal, a name).
+_NUMBER = re.compile(r"[+-]?[\d.,/:-]*\d[\d.,/:-]*")
+
+
+_NUMBER_WORD = "<num>"
+
+
+# Words without a letter or digit are punctuation: their tokens get no vertex.
+_ALPHANUMERIC = re.compile(r"[^\W_]")
+_START, _END = "<s>", "</s>"
+
+
+# Features of an occurrence of a trigram type (He et al. 2013 §4.2), as positions in its
+# 5-gram window (w0, w1, w2, w3, w4) around the centre word w2.
+_TRIGRAM_TEMPLATES = {"w12": (1, 2), "w13": (1, 3), "w23": (2, 3), "w2": (2,)}
+
+
+_CONTEXT_TEMPLATES = {
+    "w0134": (0, 1, 3, 4), "w012": (0, 1, 2), "w023": (0, 2, 3), "w024": (0, 2, 4),
+    "w124": (1, 2, 4), "w234": (2, 3, 4), "w01": (0, 1), "w02": (0, 2), "w24": (2, 4),
+    "w34": (3, 4),
+}
+
+
+# suffix(w3)w2 and suffix(w1)w2: the window position whose suffix joins the centre word.
+_SUFFIX_TEMPLATES = {"suffix(w3)w2": 3, "suffix(w1)w2": 1}
+
+
+_NEEDS_WORDS = ("trigram_graph needs words: pass feature dicts or tokens (str, or tuples whose "
+                "first item is the word), not feature matrices")
+
+
+def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes=None,
+                  max_block_entries=2**22):
+    """Mutual k-nearest-neighbour graph over the trigram types of text (He et al. 2013 §4.2).
+
+    Every token whose word is not punctuation stands for its trigram type
+    ``(w[t-1], w[t], w[t+1])``, and all tokens of a type share its vertex. Types are compared
+    by the cosine of their PMI-weighted feature vectors; two types are joined when each is
+    among the other's ``n_neighbors`` most similar types.
+
+    Parameters
+    ----------
+    X : list of sequences
+        Each sequence a list of tokens, all of one kind: feature dicts (the word is
+        ``token[word_key]``, used as is), or raw tokens: a str, or a tuple or list whose first
+        item is the word (lower-cased here).
+    n_neighbors : int, default=60
+        The k of the mutual k-NN criterion (the paper's value for part-of-speech tagging).
+    word_key : str, default="word.lower"
+        The key of the word in feature dicts (``WindowFeatures`` writes ``"word.lower"``).
+    suffixes : iterable of str, default=None
+        Suffixes for the features suffix(w3)w2 and suffix(w1)w2, where suffix(w) is the
+        longest listed suffix ``w`` ends with (no feature when it ends with none). None: no
+        suffix features.
+    max_block_entries : int, default=2**22
+        About how many similarities are held at once: a block of rows is compared with all
+        vertices, and the block is as large as a bound on its nonzero similarities allows
+        (the feature rows are sparse; at least one row).
+
+    Returns
+    -------
+    graph : SimilarityGraph
+        Vertices numbered in order of first appearance; ``vertex_names`` are the trigrams as
+        tuples of three words; punctuation-centred tokens have vertex -1.
+
+    Notes
+    -----
+    Words are normalised first: a word of digits with an optional sign and the separators
+    ``. , / : -`` (``"-2"``, ``"1,000.5"``, ``"3/4"``) becomes ``"<num>"``; words mixing
+    digits and letters (``"1990s"``, ``"3rd"``) are kept. A word without a letter or digit is
+    punctuation. Sentence ends are padded with ``"<s>"`` and ``"</s>"``.
+
+    An occurrence with 5-gram window ``(w0, w1, w2, w3, w4)`` has the trigram features
+    w12, w13, w23, w2 (and suffix(w3)w2, suffix(w1)w2 with ``suffixes``) and the context
+    features w0134, w012, w023, w024, w124, w234, w01, w02, w24, w34; features of different
+    templates never match (w12 = (a, b) is not w23 = (a, b)). Feature f of type t has the
+    value ``PMI(f, t) = log(#(f, t) * N / (#(f) * #(t)))``, counting the N occurrences that
+    have a vertex. The paper writes the fraction without N; with N it is the standard PMI
+    (a corpus repeated twice gives the same values). Rows are scaled to unit length, so
+    similarities are dot products.
+
+    Only positive similarities make edges; among equally similar candidates the lower vertex
+    number is preferred. The weight of an edge is its cosine similarity.
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf.graph import trigram_graph
+    >>> X = [["The", "cat", "sat", "."], ["The", "dog", "sat", "."], ["A", "cat", "ran"]]
+    >>> graph = trigram_graph(X, n_neighbors=1)
+    >>> graph.token_vertices
+    array([ 0,  1,  2, -1,  3,  4,  5, -1,  6,  7,  8])
+    >>> graph.vertex_names[1], graph.vertex_names[4]
+    (('the', 'cat', 'sat'), ('the', 'dog', 'sat'))
+    >>> graph.neighbors(1)[0]
+    [4]
+    """
+    n_neighbors = _check_positive_int(n_neighbors, "n_neighbors")
+    max_block_entries = _check_positive_int(max_block_entries, "max_block_entries")
+    if not isinstance(word_key, str):
+        raise TypeError(f"word_key must be a str, got {type(word_key).__name__}")
+    suffixes = _check_suffixes(suffixes)
+    window, vertex_of_occurrence, token_vertices, words, names = _trigram_occurrences(
+        X, word_key)
+    if not names:  # all punctuation: no vertices
+        return SimilarityGraph(sp.csr_matrix((0, 0)), token_vertices, names)
+    features = _pmi_features(window, vertex_of_occurrence, len(names), words, suffixes)
+    weights = _mutual_knn(features, n_neighbors, max_block_entries)
+    return SimilarityGraph(weights, token_vertices, names)
+
+
+def _check_suffixes(suffixes):
+    if suffixes is None:
+        return None
+    if isinstance(suffixes, (str, bytes)) or not hasattr(suffixes, "__iter__"):
+        raise TypeError(f"suffixes must be an iterable of str (not one str), got "
+                        f"{type(suffixes).__name__}")
+    suffixes = list(suffixes)
+    bad = [suffix for suffix in suffixes if not isinstance(suffix, str) or not suffix]
+    if bad:
+        raise ValueError(f"suffixes must be non-empty str, got {bad[0]!r}")
+    return sorted(set(suffixes))
+
+
+def _sequence_list(X):
+    """X as a list of token sequences, or a TypeError/ValueError saying what is wrong."""
+    if isinstance(X, SequenceMatrix) or sp.issparse(X):
+        raise TypeError(_NEEDS_WORDS)
+    if isinstance(X, (str, bytes, Mapping)) or not hasattr(X, "__iter__"):
+        raise TypeError(f"X must be a list of sequences of tokens, got {type(X).__name__}")
+    X = list(X)
+    if not X:
+        raise ValueError("X is empty: trigram_graph needs at least one sequence")
+    for i, sequence in enumerate(X):
+        if sp.issparse(sequence) or isinstance(sequence, np.ndarray):
+            raise TypeError(_NEEDS_WORDS)
+        if isinstance(sequence, (str, bytes, Mapping)) or not hasattr(sequence, "__len__"):
+            raise TypeError(f"sequence {i} of X must be a list of tokens, got "
+                            f"{type(sequence).__name__}")
+    return X
+
+
+def _trigram_occurrences(X, word_key):
+    """The trigram type of every token of X.
+
+    Returns
+    -------
+    window : ndarray of shape (5, n_occurrences)
+        Word codes of the 5-gram window of each token that has a vertex (an occurrence).
+    vertex_of_occurrence : ndarray of shape (n_occurrences,)
+    token_vertices : ndarray of shape (n_tokens,)
+        -1 for punctuation-centred tokens.
+    words : list of str
+        The word of each code, the padding words last.
+    names : list of tuple
+        The trigram of each vertex.
+    """
+    codes, words, offsets = _read_words(X, word_key)
+    words = words + [_START, _END]
+    has_vertex = _has_alphanumeric(words)[codes]
+    window = _windows(codes, offsets, 2, len(words) - 2, len(words) - 1)[:, has_vertex]
+    keys = _tuple_keys(window[1:4], [len(words)] * 3)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    # Number the types in order of first appearance (np.unique numbers them by key).
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    vertex_of_occurrence = rank[inverse.ravel()]
+    token_vertices = np.full(codes.size, -1, dtype=np.int64)
+    token_vertices[has_vertex] = vertex_of_occurrence
+    word_array = np.array(words, dtype=object)
+    first_window = window[1:4, first[order]]
+    names = list(zip(*(word_array[codes_at].tolist() for codes_at in first_window)))
+    return window, vertex_of_occurrence, token_vertices, words, names
+
+
+def _read_words(X, word_key):
+    """Codes of the normalised words of all tokens of X, the words, and sequence offsets.
+
+    This is the one pass over tokens in Python; word forms are normalised once per distinct
+    word, and everything after works on integer codes.
+    """
+    X = _sequence_list(X)
+    lengths = np.fromiter(map(len, X), dtype=np.int64, count=len(X))
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    if offsets[-1] == 0:
+        raise ValueError("X has no tokens")
+    raw = _token_words(list(chain.from_iterable(X)), word_key, offsets)
+    index = {}
+    codes = np.array([index.setdefault(word, len(index)) for word in raw], dtype=np.int64)
+    forms = [_NUMBER_WORD if _NUMBER.fullmatch(word) else word for word in index]
+    form_index = {}
+    renumber = np.array([form_index.setdefault(form, len(form_index)) for form in forms],
+                        dtype=np.int64)
+    return renumber[codes], list(form_index), offsets
+
+
+def _token_words(tokens, word_key, offsets):
+    """The word of every token (flat list), checked to be a str."""
+    kinds = {_token_kind(kind) for kind in set(map(type, tokens))}
+    if None in kinds or len(kinds) > 1:
+        first_kind = _token_kind(type(tokens[0]))
+        j = next(j for j, token in enumerate(tokens)
+                 if _token_kind(type(token)) is None or
+                 _token_kind(type(token)) != first_kind)
+        if _token_kind(type(tokens[j])) is None:
+            raise TypeError(f"{_where(j, offsets)} is of type {type(tokens[j]).__name__}: tokens "
+                            "must be feature dicts, str, or tuples whose first item is the word")
+        raise TypeError(f"X mixes kinds of tokens: {_where(0, offsets)} is a "
+                        f"{type(tokens[0]).__name__}, {_where(j, offsets)} a "
+                        f"{type(tokens[j]).__name__}")
+    kind = kinds.pop()
+    if kind == "str":
+        return [token.lower() for token in tokens]
+    try:
+        words = [token[word_key] if kind == "dict" else token[0] for token in tokens]
+    except (KeyError, IndexError):
+        j = next(j for j, token in enumerate(tokens)
+                 if (word_key not in token if kind == "dict" else len(token) == 0))
+        missing = f"no {word_key!r} key" if kind == "dict" else "no items"
+        raise ValueError(f"{_where(j, offsets)} has {missing}") from None
+    if not all(issubclass(word_type, str) for word_type in set(map(type, words))):
+        j = next(j for j, word in enumerate(words) if not isinstance(word, str))
+        what = f"{word_key!r}" if kind == "dict" else "first item (the word)"
+        raise ValueError(f"{_where(j, offsets)}: its {what} is of type {type(words[j]).__name__}, "
+                         "not a str")
+    return words if kind == "dict" else [word.lower() for word in words]
+
+
+def _token_kind(token_type):
+    if issubclass(token_type, Mapping):
+        return "dict"
+    if issubclass(token_type, str):
+        return "str"
+    if issubclass(token_type, (tuple, list)):
+        return "tuple"
+    return None
+
+
+def _where(j, offsets):
+    """'token p of sequence i' for the j-th token of all sequences laid end to end."""
+    i = int(np.searchsorted(offsets, j, side="right")) - 1
+    return f"token {j - offsets[i]} of sequence {i}"
+
+
+def _has_alphanumeric(words):
+    return np.array([_ALPHANUMERIC.search(word) is not None for word in words], dtype=bool)
+
+
+def _windows(codes, offsets, radius, start_code, end_code):
+    """Codes of the words at offsets -radius..radius of every token (rows), padded with
+    ``start_code`` before and ``end_code`` after its sequence."""
+    position, length = _token_positions(offsets)
+    tokens = np.arange(codes.size)
+    window = np.empty((2 * radius + 1, codes.size), dtype=np.int64)
+    for row, shift in enumerate(range(-radius, radius + 1)):
+        inside = (position + shift >= 0) & (position + shift < length)
+        padding = start_code if shift < 0 else end_code
+        window[row] = np.where(inside, codes[np.clip(tokens + shift, 0, codes.size - 1)],
+                               padding)
+    return window
+
+
+def _tuple_keys(columns, sizes):
+    """One int64 per tuple ``(columns[0][i], columns[1][i], ...)``, equal iff the tuples are
+    (the values of column j lie in ``range(sizes[j])``)."""
+    keys, n_keys = np.asarray(columns[0], dtype=np.int64), int(sizes[0])
+    for column, size in zip(columns[1:], sizes[1:]):
+        if n_keys * size >= 2**62:  # renumber the keys so far densely to stay in int64
+            uniques, keys = np.unique(keys, return_inverse=True)
+            keys, n_keys = keys.ravel(), uniques.size
+        keys = keys * size + column
+        n_keys *= int(size)
+    return keys
+
+
+def _pmi_features(window, vertex_of_occurrence, n_vertices, words, suffixes):
+    """Unit-length rows of PMI(f, t) over the features f of the occurrences of each type t."""
+    n_words = len(words)
+    templates = [(window[list(positions)], [n_words] * len(positions), None)
+                 for positions in chain(_TRIGRAM_TEMPLATES.values(),
+                                        _CONTEXT_TEMPLATES.values())]
+    if suffixes:
+        suffix_of_word = _suffix_codes(words[:-2], suffixes)
+        suffix_of_word = np.concatenate([suffix_of_word, [-1, -1]])  # the padding words
+        for position in _SUFFIX_TEMPLATES.values():
+            suffix = suffix_of_word[window[position]]
+            present = suffix >= 0
+            columns = [suffix[present], window[2, present]]
+            templates.append((columns, [len(suffixes), n_words], present))
+    rows, columns, pair_counts, feature_counts = [], [], [], []
+    n_features = 0
+    for template_columns, sizes, present in templates:
+        keys = _tuple_keys(template_columns, sizes)
+        uniques, feature = np.unique(keys, return_inverse=True)
+        feature = feature.ravel()
+        vertex = vertex_of_occurrence if present is None else vertex_of_occurrence[present]
+        pairs, counts = np.unique(vertex * uniques.size + feature, return_counts=True)
+        rows.append(pairs // uniques.size)
+        columns.append(pairs % uniques.size + n_features)
+        pair_counts.append(counts)
+        feature_counts.append(np.bincount(feature, minlength=uniques.size))
+        n_features += uniques.size
+    rows, columns = np.concatenate(rows), np.concatenate(columns)
+    feature_counts = np.concatenate(feature_counts)
+    type_counts = np.bincount(vertex_of_occurrence, minlength=n_vertices)
+    pmi = (np.log(np.concatenate(pair_counts)) + np.log(vertex_of_occurrence.size)
+           - np.log(feature_counts[columns]) - np.log(type_counts[rows]))
+    features = sp.csr_matrix((pmi, (rows, columns)), shape=(n_vertices, n_features))
+    return normalize(features)
+
+
+def _suffix_codes(words, suffixes):
+    """The index in ``suffixes`` of the longest suffix each word ends with, -1 for none."""
+    index = {suffix: k for k, suffix in enumerate(suffixes)}
+    lengths = sorted({len(suffix) for suffix in suffixes}, reverse=True)
+    return np.array([next((index[word[-n:]] for n in lengths
+                           if n <= len(word) and word[-n:] in index), -1)
+                     for word in words], dtype=np.int64)
