@@ -6,8 +6,6 @@ from pathlib import Path
 
 from ._text import read_columns, read_conllu
 
-__all__ = ["load_conll2000", "load_bc2gm", "load_ud_english_ewt"]
-
 
 def _load_splits(data_dir, filenames, reader, **kwargs):
     """``{split: reader(file)}`` for those of ``filenames`` present in ``data_dir``."""

@@ -7,9 +7,6 @@ import numpy as np
 from ._corpora import _load_splits
 from ._text import _read_lines, _tab_fields
 
-__all__ = ["read_ocr_letters", "load_ocr"]
-
-
 # A line of the OCR letters file: id, letter, next_id, word_id, position, fold, then the
 # pixels of a 16 x 8 image row by row.
 _OCR_HEADER_FIELDS = 6

@@ -9,9 +9,6 @@ import string
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["make_sequences"]
-
-
 # Dirichlet concentration of each label's distribution over its own words (see
 # `_random_emissions`); tuned so that with the defaults the true-HMM Viterbi decoder beats
 # the Bayes per-token classifier by about 11 points of token accuracy.

@@ -7,9 +7,6 @@ import gzip
 import numbers
 from operator import itemgetter
 
-__all__ = ["read_columns", "read_column_fields", "read_conllu", "read_text", "iter_text"]
-
-
 _DOCSTART = "-DOCSTART-"
 
 

@@ -16,8 +16,6 @@ from .._tags import SequenceTagsMixin
 from ..sequences import SequenceMatrix
 from ._encoding import _ColumnCache, _encode, _growing_cache
 
-__all__ = ["SequenceVectorizer"]
-
 
 class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
     """Turn sequences of token feature dicts into a `SequenceMatrix`.

@@ -18,8 +18,6 @@ from ..datasets import iter_text
 from ._encoding import _check_corpus, _check_sequence
 from ._word_clusters import WordClusters
 
-__all__ = ["WindowFeatures"]
-
 
 def _text_file_or_corpus(X):
     """The sentences of the text file X names (read lazily), or X itself."""

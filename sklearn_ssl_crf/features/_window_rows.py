@@ -11,8 +11,6 @@ from .._validation import as_sequence_list, matrices_to_sequence_matrix
 from ..sequences import SequenceMatrix
 from ._window_features import _check_window
 
-__all__ = ["WindowRows"]
-
 
 class _StatelessTransformer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
     """Base of the transformers that learn nothing: ``fit`` only checks the parameters

@@ -28,8 +28,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._tags import SequenceTagsMixin
 
-__all__ = ["WordClusters"]
-
 # Tokens per block of the co-occurrence count: bounds the temporary arrays of `fit`.
 _BLOCK_TOKENS = 1 << 18
 # Context distribution smoothing (Levy, Goldberg and Dagan 2015): raising the context counts

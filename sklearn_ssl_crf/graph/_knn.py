@@ -13,8 +13,6 @@ from ..sequences import SequenceMatrix
 from ._search import _check_positive_int, _check_real, _mutual_knn
 from ._similarity_graph import SimilarityGraph, _token_positions
 
-__all__ = ["knn_graph"]
-
 
 def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
               max_block_entries=2**22):

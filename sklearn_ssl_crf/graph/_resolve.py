@@ -8,8 +8,6 @@ from ._knn import knn_graph
 from ._similarity_graph import SimilarityGraph
 from ._trigram import trigram_graph
 
-__all__ = ["resolve_graph"]
-
 
 def resolve_graph(graph, X, sequences, n_neighbors=None, word_key="word.lower"):
     """The similarity graph an estimator's ``graph`` parameter asks for, aligned with X.

@@ -7,8 +7,6 @@ vertex of every token of the sequences it was built for. Vertices can be token t
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["SimilarityGraph"]
-
 
 class SimilarityGraph:
     """A weighted similarity graph and the vertex of every token of some sequences.

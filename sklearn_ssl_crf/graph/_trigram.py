@@ -14,9 +14,6 @@ from ..sequences import SequenceMatrix
 from ._search import _check_positive_int, _mutual_knn
 from ._similarity_graph import SimilarityGraph, _token_positions
 
-__all__ = ["trigram_graph"]
-
-
 # A number: digits with an optional sign and separators ("-2", "1,000.5", "3/4", "10:30",
 # "1-800"). Words mixing digits and letters ("1990s", "3rd", "f16") keep their form: their
 # letters carry part-of-speech evidence (a plural, an ordinal, a name).

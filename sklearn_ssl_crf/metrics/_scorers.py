@@ -9,16 +9,6 @@ import numpy as np
 from ._spans import has_spans, span_f1_score
 from ._token import flat_accuracy_score, flat_f1_score, sequence_accuracy_score
 
-__all__ = [
-    "make_sequence_scorer",
-    "flat_accuracy_scorer",
-    "flat_f1_scorer",
-    "sequence_accuracy_scorer",
-    "span_f1_scorer",
-    "SCORERS",
-    "check_scoring",
-]
-
 
 def _labelled_sequences(X, y):
     """``X`` and ``y`` without the unlabelled sequences (those whose ``y[i]`` is None).

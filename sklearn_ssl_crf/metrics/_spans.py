@@ -9,9 +9,6 @@ import numpy as np
 
 from ._token import _check_sequences
 
-__all__ = ["span_precision_recall_f1", "span_f1_score", "span_classification_report", "has_spans"]
-
-
 _TAG_CODES = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4, "[": 5, "]": 6, ".": 7}
 
 

@@ -8,16 +8,6 @@ from itertools import chain
 
 from sklearn import metrics as sk_metrics
 
-__all__ = [
-    "flat_accuracy_score",
-    "flat_precision_score",
-    "flat_recall_score",
-    "flat_f1_score",
-    "flat_fbeta_score",
-    "flat_classification_report",
-    "sequence_accuracy_score",
-]
-
 
 def _check_sequences(y_true, y_pred):
     """Both arguments as lists, after checking they pair up sequence by sequence."""
