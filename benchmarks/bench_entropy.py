@@ -24,13 +24,12 @@ import numpy as np
 
 from sklearn_ssl_crf import CRF
 from sklearn_ssl_crf._threads import single_threaded_blas
-from sklearn_ssl_crf.crf import _chunk_log_likelihood
 from sklearn_ssl_crf.datasets import load_bc2gm
 from sklearn_ssl_crf.features import WindowFeatures
 from sklearn_ssl_crf.inference import ChainLayout, covariance_entropy_gradient, entropy_gradient
 from sklearn_ssl_crf.inference.entropy import entropy_batch
+from sklearn_ssl_crf.objective._weights import chunk_log_likelihood, chunk_unlabelled_terms
 from sklearn_ssl_crf.packing import ChunkedSequences
-from sklearn_ssl_crf.semi_supervised import _chunk_unlabelled_terms
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -57,10 +56,10 @@ def cost_ratio(data_dir, repeat):
     state, transition = model.state_weights_, model.transition_weights_
 
     def supervised():
-        labelled.sum(_chunk_log_likelihood, state, transition)
+        labelled.sum(chunk_log_likelihood, state, transition)
 
     def entropy():
-        unlabelled.sum(_chunk_unlabelled_terms, state, transition, "lattice")
+        unlabelled.sum(chunk_unlabelled_terms, state, transition, "lattice")
 
     with single_threaded_blas():
         t_supervised, t_entropy = best_time(supervised, repeat), best_time(entropy, repeat)
@@ -116,8 +115,8 @@ def parallel_speedup(sequences, codes, n_labels, state, transition, repeat):
     print("| evaluation | n_jobs=1, best (s) | n_jobs=2, best (s) | ratio of bests | "
           "median paired ratio |\n|---|---:|---:|---:|---:|")
     for name, labels, function, args in (
-            ("unlabelled terms (target >= 1.6x)", None, _chunk_unlabelled_terms, ("lattice",)),
-            ("supervised log-likelihood", codes, _chunk_log_likelihood, ())):
+            ("unlabelled terms (target >= 1.6x)", None, chunk_unlabelled_terms, ("lattice",)),
+            ("supervised log-likelihood", codes, chunk_log_likelihood, ())):
         data = {n_jobs: ChunkedSequences(sequences, labels, n_labels, n_jobs=n_jobs)
                 for n_jobs in (1, 2)}
         times = {1: [], 2: []}
@@ -146,7 +145,7 @@ def memory(sequences, state, transition):
                      + chunk.matrix.indptr.nbytes for chunk in data.chunks)
         with single_threaded_blas():
             tracemalloc.start()
-            data.sum(_chunk_unlabelled_terms, state, transition, "lattice")
+            data.sum(chunk_unlabelled_terms, state, transition, "lattice")
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
         print(f"| {len(subset):,} | {subset.n_tokens:,} | {stored / 1e6:.0f} | "

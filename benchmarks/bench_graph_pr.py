@@ -52,7 +52,6 @@ from sklearn_ssl_crf import CRF, GraphPRCRF, WindowFeatures, WindowRows, graph
 from sklearn_ssl_crf._threads import single_threaded_blas
 from sklearn_ssl_crf._training import Fold
 from sklearn_ssl_crf._validation import encode_labels
-from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
 from sklearn_ssl_crf.datasets import (
     load_bc2gm,
     load_conll2000,
@@ -61,9 +60,10 @@ from sklearn_ssl_crf.datasets import (
 )
 from sklearn_ssl_crf.graph import knn_graph, trigram_graph
 from sklearn_ssl_crf.graph_pr import _ExpectationMaximisation
+from sklearn_ssl_crf.objective import GraphLaplacianPenalty
+from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
 from sklearn_ssl_crf.packing import ChunkedSequences
 from sklearn_ssl_crf.parameters import WeightLayout
-from sklearn_ssl_crf.penalties import GraphLaplacianPenalty
 
 TRIGRAM_NEIGHBORS = 60
 KNN_NEIGHBORS = 20
@@ -236,7 +236,7 @@ def estep_cost(X_pool, y_gold, n_labelled, graph, repeat, n_jobs=None):
     model.classes_ = crf.classes_
     fold = Fold(None, layout, extra={"penalty": penalty, "unlabelled": data})
     em = _ExpectationMaximisation(model, fold, 1.0)
-    supervised = _penalised_negative_log_likelihood(labelled_data, layout, 1.0)
+    supervised = penalised_negative_log_likelihood(labelled_data, layout, 1.0)
     log_z = em._log_partition(theta)
     offsets = np.zeros((graph.n_vertices, n_labels))
     times = {"estep": [], "likelihood": []}

@@ -34,8 +34,8 @@ from sklearn.model_selection import GridSearchCV
 
 from sklearn_ssl_crf import CRF, WindowFeatures, WindowRows
 from sklearn_ssl_crf._threads import single_threaded_blas
-from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
 from sklearn_ssl_crf.datasets import load_bc2gm, read_ocr_letters
+from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
 
 PARTS = ("ocr", "speed", "conll")
 DRAWS = 10
@@ -131,7 +131,7 @@ def evaluation_times(X, y, repeat):
         theta[:fitted.state_weights_.size] = fitted.state_weights_.ravel()
         theta[layout.n_state:layout.n_state + fitted.transition_weights_.size] = \
             fitted.transition_weights_.ravel()
-        objectives[order] = (_penalised_negative_log_likelihood(data, layout, 1.0), theta)
+        objectives[order] = (penalised_negative_log_likelihood(data, layout, 1.0), theta)
     with single_threaded_blas():
         for _ in range(repeat):
             for order in (1, 2):

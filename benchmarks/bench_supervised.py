@@ -39,7 +39,7 @@ def run_ours(X_train, y_train, X_test, max_iterations):
 
     from sklearn_ssl_crf import CRF, SequenceVectorizer
     from sklearn_ssl_crf._validation import encode_labels
-    from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
+    from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
     from sklearn_ssl_crf.packing import ChunkedSequences
 
     started = time.perf_counter()
@@ -58,7 +58,7 @@ def run_ours(X_train, y_train, X_test, max_iterations):
     _, codes = encode_labels(y_train, crf.classes_)
     data = ChunkedSequences(sequences, codes, len(crf.classes_))
     layout = crf._weight_layout(data)
-    objective = _penalised_negative_log_likelihood(data, layout, 1.0)
+    objective = penalised_negative_log_likelihood(data, layout, 1.0)
     theta = layout.pack(crf.state_weights_, crf.transition_weights_)
     evaluations = []
     for _ in range(5):

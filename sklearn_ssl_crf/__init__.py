@@ -1,6 +1,6 @@
 """Semi-supervised linear-chain conditional random fields with a scikit-learn API."""
 
-from . import datasets, features, graph, inference, metrics, penalties
+from . import datasets, features, graph, inference, metrics, objective
 from .crf import CRF
 from .crf_cv import CRFCV
 from .features import SequenceVectorizer, WindowFeatures, WindowRows, WordClusters
@@ -36,7 +36,7 @@ __all__ = [
     "metrics",
     "datasets",
     "graph",
-    "penalties",
+    "objective",
     "load",
     "save",
 ]

@@ -44,6 +44,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._validation import check_labels
 from .crf import CRF
 from .metrics import check_scoring
+from .objective._weights import penalised_negative_log_likelihood
 from .packing import ChunkedSequences
 
 __all__ = ["SemiSupervisedPath", "Problem", "Fold", "Phase", "logging_callback",
@@ -288,10 +289,8 @@ class SemiSupervisedPath(CRF):
                               delta=None if delta is None else max(delta, self.delta))
 
     def _supervised_objective(self, fold):
-        from .crf import _penalised_negative_log_likelihood
-
-        return _penalised_negative_log_likelihood(fold.labelled, fold.layout,
-                                                  fold.l2_strengths())
+        return penalised_negative_log_likelihood(fold.labelled, fold.layout,
+                                                 fold.l2_strengths())
 
     def _set_priors(self, fold, priors):
         """Set the fold's priors from a candidate of `_penalty_candidates`."""

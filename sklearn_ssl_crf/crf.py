@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._threads import single_threaded_blas
 from .base import BaseCRF
-from .objectives import log_likelihood
+from .objective._weights import penalised_negative_log_likelihood
 from .optim import minimize_lbfgs
 from .packing import CHUNK_TOKENS, ChunkedSequences
 from .parameters import WeightLayout, transition_masks
@@ -202,7 +202,7 @@ class CRF(BaseCRF):
         _check_dev_pair(X_dev, y_dev)
         data = self._packed_training_data(X, y)
         layout = self._weight_layout(data)
-        objective = _penalised_negative_log_likelihood(data, layout, self._l2(layout))
+        objective = penalised_negative_log_likelihood(data, layout, self._l2(layout))
         callback = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
         result = self._minimize(objective, np.zeros(layout.size), callback)
         self._set_fitted_weights(result, layout)
@@ -279,32 +279,3 @@ def _label_cooccurrence(chunk, n_labels):
         shape=(chunk.n_tokens, n_labels),
     )
     return (abs(chunk.matrix).T @ indicators).toarray()
-
-
-def _chunk_log_likelihood(chunk, workspace, state, transition):
-    """A chunk's log-likelihood and its gradient w.r.t. the weights."""
-    value, d_unary, d_transition = log_likelihood(chunk, chunk.unary(state), transition,
-                                                  workspace)
-    return value, chunk.weight_gradient(d_unary), d_transition
-
-
-def _penalised_negative_log_likelihood(data, layout, c2):
-    """``theta -> (value, gradient)`` of ``-log-likelihood + sum c2 * theta^2`` over the
-    chunks of ``data`` (a `ChunkedSequences`); ``c2`` is a float or one strength per
-    parameter."""
-
-    def objective(theta):
-        state, transition = layout.unpack(theta)
-        value, d_state, d_transition = data.sum(_chunk_log_likelihood, state, transition)
-        gradient = layout.pack(d_state, d_transition)
-        # In place: on a million weights every temporary array counts.
-        np.negative(gradient, out=gradient)
-        gradient += 2.0 * c2 * theta
-        return -value + l2_penalty(theta, c2), gradient
-
-    return objective
-
-
-def l2_penalty(theta, c2):
-    """``sum c2 * theta^2``, ``c2`` a float or one strength per parameter."""
-    return float(theta @ (c2 * theta)) if np.ndim(c2) else c2 * float(theta @ theta)

@@ -42,8 +42,7 @@ from ._validation import concatenate_inputs
 from .base import unlabelled_sequences
 from .decoding import decode, posterior_marginals
 from .graph import SimilarityGraph, resolve_graph
-from .objectives import log_partition
-from .penalties import GraphLaplacianPenalty
+from .objective import GraphLaplacianPenalty, log_partition
 
 __all__ = ["GraphPRCRF"]
 

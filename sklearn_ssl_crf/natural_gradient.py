@@ -28,12 +28,16 @@ from .crf import _check_dev_pair, _label_cooccurrence
 from .features import SequenceVectorizer
 from .inference import Workspace, chain_statistics
 from .metrics import has_spans
-from .objectives import label_count_gradient, log_likelihood, unlabelled_terms
+from .objective import (
+    LabelProportionPenalty,
+    label_count_gradient,
+    log_likelihood,
+    unlabelled_terms,
+)
 from .optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from .optim.transforms import TRANSFORMS
 from .packing import PackedSequences, transition_counts
 from .parameters import WeightLayout, transition_masks
-from .penalties import LabelProportionPenalty
 from .semi_supervised import target_proportions
 
 __all__ = ["NaturalGradientCRF"]

@@ -23,7 +23,7 @@ from joblib.externals.loky import ProcessPoolExecutor
 from ._memory import release_freed_memory
 from ._threads import single_threaded_blas
 from .inference import ChainLayout, Workspace
-from .penalties import group_indicator
+from .objective._penalties import group_indicator
 
 __all__ = ["PackedSequences", "ChunkedSequences", "CHUNK_TOKENS", "transition_counts"]
 
@@ -71,7 +71,7 @@ class PackedSequences:
     label_index : ndarray of int64 or None
         Index of every token's label in a raveled (n_tokens, n_labels) array.
     group_matrix : scipy.sparse.csr_matrix of shape (n_groups, n_tokens) or None
-        Indicator of each packed token's group (`penalties.group_indicator`).
+        Indicator of each packed token's group (`objective._penalties.group_indicator`).
     """
 
     def __init__(self, matrix, lengths, labels=None, n_labels=None, groups=None,

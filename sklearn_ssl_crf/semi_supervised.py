@@ -18,9 +18,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ._training import SELECTABLE, Phase, SemiSupervisedPath, logging_callback
 from .base import unlabelled_sequences
-from .crf import _penalised_negative_log_likelihood, l2_penalty
-from .objectives import label_count_gradient, unlabelled_terms
-from .penalties import LabelProportionPenalty
+from .objective._weights import entropy_regularised_objective
 
 __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]
 
@@ -297,35 +295,9 @@ vectorizer_
     def _semi_supervised_objective(self, fold, unlabelled_data, gamma, weight):
         """``theta -> (value, gradient)`` of minus the full objective, and a dict holding the
         parts of the last evaluation."""
-        layout = fold.layout
-        strengths = fold.l2_strengths()
-        supervised = _penalised_negative_log_likelihood(fold.labelled, layout, strengths)
-        n_unlabelled = sum(chunk.n_tokens for chunk in unlabelled_data.chunks)
-        proportions = LabelProportionPenalty(fold.extra["target"], n_unlabelled)
-        method = self.entropy_gradient if gamma > 0 else None
-        parts = {}
-
-        def objective(theta):
-            value, gradient = supervised(theta)
-            parts["likelihood"] = float(-(value - l2_penalty(theta, strengths)))
-            state, transition = layout.unpack(theta)
-            negative_entropy, d_state, d_transition, label_sums = unlabelled_data.sum(
-                _chunk_unlabelled_terms, state, transition, method)
-            if gamma > 0:
-                value -= gamma * negative_entropy
-                gradient -= gamma * layout.pack(d_state, d_transition)
-            # N_u KL(pi || pi_hat) and its gradient w.r.t. each token's label marginals.
-            penalty, label_weights = proportions.value_and_gradient(label_sums[None, :])
-            if weight > 0:
-                d_state, d_transition = unlabelled_data.sum(
-                    _chunk_label_count_gradient, state, transition, label_weights[0])
-                value += weight * penalty
-                gradient += weight * layout.pack(d_state, d_transition)
-            parts.update(objective=float(-value), unlabelled_entropy=float(-negative_entropy),
-                         proportion_kl=penalty / n_unlabelled)
-            return value, gradient
-
-        return objective, parts
+        return entropy_regularised_objective(
+            fold.labelled, unlabelled_data, fold.layout, fold.l2_strengths(),
+            fold.extra["target"], gamma, weight, self.entropy_gradient)
 
 
 class SemiSupervisedCRF(EntropyRegularizedCRF):
@@ -418,17 +390,3 @@ def target_proportions(label_proportions, classes, codes):
     if not np.isfinite(target).all() or (target < 0).any() or target.sum() <= 0:
         raise ValueError("label_proportions must be non-negative numbers with a positive sum")
     return target / target.sum()
-
-
-def _chunk_unlabelled_terms(chunk, workspace, state, transition, method):
-    unary = chunk.unary(state)
-    negative_entropy, d_unary, d_transition, label_sums = unlabelled_terms(
-        chunk, unary, transition, workspace, method)
-    d_state = 0.0 if d_unary is None else chunk.weight_gradient(d_unary)
-    return negative_entropy, d_state, 0.0 if d_transition is None else d_transition, label_sums
-
-
-def _chunk_label_count_gradient(chunk, workspace, state, transition, label_weights):
-    d_unary, d_transition = label_count_gradient(chunk, chunk.unary(state), transition,
-                                                 label_weights, workspace)
-    return chunk.weight_gradient(d_unary), d_transition

@@ -13,7 +13,7 @@ from sklearn.pipeline import Pipeline
 
 from sklearn_ssl_crf import CRF, SequenceVectorizer
 from sklearn_ssl_crf._validation import encode_labels
-from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
+from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
 from sklearn_ssl_crf.optim import minimize_lbfgs, pseudo_gradient
 from sklearn_ssl_crf.packing import ChunkedSequences
 from sklearn_ssl_crf.parameters import WeightLayout
@@ -73,7 +73,7 @@ def finite_difference_check(fun, x, rng, n_directions=6, step=1e-5):
 def test_penalised_gradient_matches_finite_differences(masks):
     packed, layout = packed_problem(*masks)
     rng = np.random.default_rng(0)
-    objective = _penalised_negative_log_likelihood(packed, layout, c2=0.7)
+    objective = penalised_negative_log_likelihood(packed, layout, c2=0.7)
     finite_difference_check(objective, rng.normal(size=layout.size), rng)
 
 
@@ -81,7 +81,7 @@ def test_l1_penalised_gradient_matches_finite_differences():
     """Away from zero, c1 * ||w||_1 is smooth and the pseudo-gradient is its gradient."""
     packed, layout = packed_problem()
     rng = np.random.default_rng(1)
-    smooth = _penalised_negative_log_likelihood(packed, layout, c2=0.3)
+    smooth = penalised_negative_log_likelihood(packed, layout, c2=0.3)
 
     def penalised(theta):
         value, gradient = smooth(theta)
@@ -118,7 +118,7 @@ def test_log_likelihood_equals_enumeration():
     data, layout = packed_problem()
     rng = np.random.default_rng(2)
     theta = rng.normal(size=layout.size)
-    value = _penalised_negative_log_likelihood(data, layout, c2=0.0)(theta)[0]
+    value = penalised_negative_log_likelihood(data, layout, c2=0.0)(theta)[0]
     state, transition = layout.unpack(theta)
     expected = 0.0
     for chunk in data.chunks:
@@ -186,7 +186,7 @@ def test_l1_solution_satisfies_optimality_conditions():
     data = ChunkedSequences(sequences, codes, len(crf.classes_))
     layout = WeightLayout(crf.num_attributes_, len(crf.classes_))
     theta = layout.pack(crf.state_weights_, crf.transition_weights_)
-    _, gradient = _penalised_negative_log_likelihood(data, layout, 0.1)(theta)
+    _, gradient = penalised_negative_log_likelihood(data, layout, 0.1)(theta)
     zero = theta == 0
     assert zero.mean() > 0.3  # L1 made the model sparse
     assert np.abs(gradient[zero]).max() <= 1.0 + 1e-3

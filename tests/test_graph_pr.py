@@ -16,9 +16,9 @@ from sklearn_ssl_crf._training import Fold
 from sklearn_ssl_crf.datasets import load_ud_english_ewt, make_sequences, read_ocr_letters
 from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, trigram_graph
 from sklearn_ssl_crf.graph_pr import _ExpectationMaximisation
+from sklearn_ssl_crf.objective import GraphLaplacianPenalty
 from sklearn_ssl_crf.packing import ChunkedSequences
 from sklearn_ssl_crf.parameters import WeightLayout
-from sklearn_ssl_crf.penalties import GraphLaplacianPenalty
 
 
 def word_graph(X, key="word", n_neighbors=4, seed=0):

@@ -9,8 +9,8 @@ from joblib import Parallel, delayed, parallel_config
 
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.features import SequenceVectorizer
+from sklearn_ssl_crf.objective._weights import chunk_unlabelled_terms
 from sklearn_ssl_crf.packing import ChunkedSequences, _chunk_bounds
-from sklearn_ssl_crf.semi_supervised import _chunk_unlabelled_terms
 
 
 def _chunk_rows(chunk, workspace, weights):
@@ -29,7 +29,7 @@ def test_worker_processes_give_the_same_sums_and_clean_up():
     for n_jobs in (1, 2, 3):
         data = ChunkedSequences(sequences, n_jobs=n_jobs, chunk_tokens=100)
         assert len(data.chunks) > 6
-        sums[n_jobs] = data.sum(_chunk_unlabelled_terms, state, transition, "lattice")
+        sums[n_jobs] = data.sum(chunk_unlabelled_terms, state, transition, "lattice")
         # Every chunk is added once, whatever the share of the work.
         n_tokens, row_sums = data.sum(_chunk_rows, state)
         assert n_tokens == sequences.n_tokens

@@ -21,9 +21,9 @@ from sklearn_ssl_crf import (
     SequenceVectorizer,
 )
 from sklearn_ssl_crf._validation import encode_labels
-from sklearn_ssl_crf.crf import _penalised_negative_log_likelihood
 from sklearn_ssl_crf.graph import knn_graph
-from sklearn_ssl_crf.objectives import label_count_gradient, unlabelled_terms
+from sklearn_ssl_crf.objective import label_count_gradient, unlabelled_terms
+from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
 from sklearn_ssl_crf.packing import ChunkedSequences, PackedSequences, transition_counts
 
 
@@ -62,7 +62,7 @@ def test_likelihood_gradient_matches_finite_differences(all_possible):
     # A weaker prior on transitions: a per-parameter strength.
     strengths = layout.l2_strengths(0.7, 0.05)
     assert np.ndim(strengths) == 1
-    objective = _penalised_negative_log_likelihood(data, layout, strengths)
+    objective = penalised_negative_log_likelihood(data, layout, strengths)
     finite_difference_check(objective, rng.normal(size=layout.size), rng)
 
 

@@ -15,8 +15,6 @@ Two penalties are defined: `GraphLaplacianPenalty` (groups are graph vertices) a
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["MarginalPenalty", "GraphLaplacianPenalty", "LabelProportionPenalty"]
-
 
 class MarginalPenalty:
     """Base class: a convex differentiable function of grouped token node marginals.

@@ -5,11 +5,9 @@ Mapping these gradients to weights is `PackedSequences.weight_gradient`, written
 
 import numpy as np
 
-from .inference import chain_lattice
-from .inference.covariance import covariance_entropy_gradient
-from .inference.entropy import additive_expectation_batch
-
-__all__ = ["log_likelihood", "log_partition", "unlabelled_terms", "label_count_gradient"]
+from ..inference import chain_lattice
+from ..inference.covariance import covariance_entropy_gradient
+from ..inference.entropy import additive_expectation_batch
 
 
 def log_likelihood(packed, unary, transition, workspace=None):
