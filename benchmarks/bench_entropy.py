@@ -29,7 +29,7 @@ from sklearn_ssl_crf.features import WindowFeatures
 from sklearn_ssl_crf.inference import ChainLayout, covariance_entropy_gradient, entropy_gradient
 from sklearn_ssl_crf.inference.entropy import entropy_batch
 from sklearn_ssl_crf.objective._weights import chunk_log_likelihood, chunk_unlabelled_terms
-from sklearn_ssl_crf.packing import ChunkedSequences
+from sklearn_ssl_crf.parallel import ChunkedSequences
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -49,6 +49,8 @@ from conll_features import DEFAULT_DATA
 from scipy.ndimage import gaussian_filter
 
 from sklearn_ssl_crf import CRF, GraphPRCRF, WindowFeatures, WindowRows, graph
+from sklearn_ssl_crf._graph_pr import _ExpectationMaximisation
+from sklearn_ssl_crf._parameters import WeightLayout
 from sklearn_ssl_crf._threads import single_threaded_blas
 from sklearn_ssl_crf._training import Fold
 from sklearn_ssl_crf._validation import encode_labels
@@ -59,11 +61,9 @@ from sklearn_ssl_crf.datasets import (
     read_ocr_letters,
 )
 from sklearn_ssl_crf.graph import knn_graph, trigram_graph
-from sklearn_ssl_crf.graph_pr import _ExpectationMaximisation
 from sklearn_ssl_crf.objective import GraphLaplacianPenalty
 from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
-from sklearn_ssl_crf.packing import ChunkedSequences
-from sklearn_ssl_crf.parameters import WeightLayout
+from sklearn_ssl_crf.parallel import ChunkedSequences
 
 TRIGRAM_NEIGHBORS = 60
 KNN_NEIGHBORS = 20

@@ -282,8 +282,8 @@ def worker_memory(pids, sampler):
 def build_data(model, X, y, stream):
     """The packed labelled and unlabelled data, built as `EntropyRegularizedCRF.fit` builds
     them, and the seconds of featurising and of packing."""
-    from sklearn_ssl_crf.base import unlabelled_sequences
-    from sklearn_ssl_crf.semi_supervised import target_proportions
+    from sklearn_ssl_crf._base import unlabelled_sequences
+    from sklearn_ssl_crf._semi_supervised import target_proportions
 
     started = time.perf_counter()
     sequences, labelled, codes, streamed = model._fit_inputs_and_stream(X, y, stream,

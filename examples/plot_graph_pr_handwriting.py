@@ -50,11 +50,10 @@ import numpy as np
 from matplotlib.gridspec import GridSpec
 from scipy.ndimage import gaussian_filter
 
-from sklearn_ssl_crf import CRFCV, GraphPRCRF
+from sklearn_ssl_crf import CRFCV, GraphPRCRF, GraphPropagation
 from sklearn_ssl_crf.datasets import read_ocr_letters
 from sklearn_ssl_crf.features import WindowRows
 from sklearn_ssl_crf.graph import knn_graph
-from sklearn_ssl_crf.graph_propagation import GraphPropagation
 
 
 def shared_data(corpus):

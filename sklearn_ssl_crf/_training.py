@@ -41,11 +41,11 @@ from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._crf import CRF
 from ._validation import check_labels
-from .crf import CRF
 from .metrics import check_scoring
 from .objective._weights import penalised_negative_log_likelihood
-from .packing import ChunkedSequences
+from .parallel import ChunkedSequences
 
 __all__ = ["SemiSupervisedPath", "Problem", "Fold", "Phase", "logging_callback",
            "C1_CANDIDATES", "C2_CANDIDATES", "C2_TRANSITIONS_CANDIDATES"]

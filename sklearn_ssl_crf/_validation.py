@@ -8,7 +8,7 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 
-from .sequences import SequenceMatrix, UnlabeledSequences
+from ._sequences import SequenceMatrix, UnlabeledSequences
 
 __all__ = [
     "as_sequence_list",

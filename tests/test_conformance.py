@@ -38,10 +38,10 @@ from sklearn_ssl_crf import (
     WindowFeatures,
     WindowRows,
     WordClusters,
-    packing,
 )
-from sklearn_ssl_crf.base import BaseCRF
+from sklearn_ssl_crf._base import BaseCRF
 from sklearn_ssl_crf.datasets import make_sequences
+from sklearn_ssl_crf.parallel import _chunked
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils import get_tags
@@ -334,7 +334,7 @@ def test_pickle_before_and_after_fit(case):
 
 @cases([case for case in CASES if "n_jobs" in case.estimator.get_params()])
 def test_n_jobs_gives_the_same_model(case, monkeypatch):
-    monkeypatch.setattr(packing, "CHUNK_TOKENS", 10)  # several chunks to share out
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 10)  # several chunks to share out
     one = case_outputs(case, fitted(case, n_jobs=1))
     two = case_outputs(case, fitted(case, n_jobs=2))
     assert_identical(two, one, "n_jobs=2 against n_jobs=1")

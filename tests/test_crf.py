@@ -12,11 +12,11 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import Pipeline
 
 from sklearn_ssl_crf import CRF, SequenceVectorizer
+from sklearn_ssl_crf._parameters import WeightLayout
 from sklearn_ssl_crf._validation import encode_labels
 from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
 from sklearn_ssl_crf.optim import minimize_lbfgs, pseudo_gradient
-from sklearn_ssl_crf.packing import ChunkedSequences
-from sklearn_ssl_crf.parameters import WeightLayout
+from sklearn_ssl_crf.parallel import ChunkedSequences
 
 
 def random_tagging_data(n_sequences=40, seed=0, labels=("A", "B", "C")):
@@ -433,15 +433,15 @@ def test_grid_search_with_span_scorer_and_unlabelled_sequences():
 def test_n_jobs_and_chunking_give_the_same_model():
     X, y = random_tagging_data(80)
     reference = CRF(c2=0.1).fit(X, y)
-    import sklearn_ssl_crf.packing as packing
+    from sklearn_ssl_crf.parallel import _chunked
 
-    original = packing.CHUNK_TOKENS
+    original = _chunked.CHUNK_TOKENS
     try:
-        packing.CHUNK_TOKENS = 30  # many chunks
+        _chunked.CHUNK_TOKENS = 30  # many chunks
         threaded = CRF(c2=0.1, n_jobs=2).fit(X, y)
         sequential = CRF(c2=0.1, n_jobs=1).fit(X, y)
     finally:
-        packing.CHUNK_TOKENS = original
+        _chunked.CHUNK_TOKENS = original
     np.testing.assert_array_equal(threaded.state_weights_, sequential.state_weights_)
     np.testing.assert_allclose(threaded.state_weights_, reference.state_weights_, atol=1e-6)
 

@@ -10,11 +10,11 @@ from fixed_settings import fixed
 from joblib import parallel_config
 from test_graph_pr import word_graph
 
-from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, SelfTrainingCRF, packing
+from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, SelfTrainingCRF
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.features import SequenceVectorizer
 from sklearn_ssl_crf.objective._weights import chunk_unlabelled_terms
-from sklearn_ssl_crf.packing import ChunkedSequences
+from sklearn_ssl_crf.parallel import ChunkedSequences, _backends, _chunked
 
 distributed = pytest.importorskip(
     "distributed", reason='the dask backend needs dask[distributed] (pip install ".[dask]")')
@@ -54,7 +54,7 @@ def traffic(client, monkeypatch):
 
 
 def test_chunk_sums_on_the_workers_equal_one_process(client, traffic, monkeypatch):
-    monkeypatch.setattr(packing, "SCATTER_CHUNKS", 2)
+    monkeypatch.setattr(_backends, "SCATTER_CHUNKS", 2)
     X, _ = make_sequences(60, n_types=3, features="dict", random_state=0)
     sequences = SequenceVectorizer().fit_transform(X)
     rng = np.random.default_rng(0)
@@ -86,7 +86,7 @@ def test_chunk_sums_on_the_workers_equal_one_process(client, traffic, monkeypatc
 
 def test_entropy_regularised_crf_on_a_cluster_is_the_one_process_model(client, traffic,
                                                                           monkeypatch):
-    monkeypatch.setattr(packing, "CHUNK_TOKENS", 400)  # several chunks
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 400)  # several chunks
     X, y = make_sequences(300, features="dict", random_state=0)
     params = {"gamma": 0.1, "proportion_weight": 1.0, "max_iterations": 15}
     one = fixed(EntropyRegularizedCRF(n_jobs=1, **params)).fit(X[:40], y[:40], X_unlabeled=X[40:])
@@ -104,7 +104,7 @@ def test_entropy_regularised_crf_on_a_cluster_is_the_one_process_model(client, t
 
 
 def test_graph_pr_on_a_cluster_is_the_one_process_model(client, monkeypatch):
-    monkeypatch.setattr(packing, "CHUNK_TOKENS", 700)
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 700)
     X, y = make_sequences(240, features="dict", random_state=0)
     y_partial = y[:30] + [None] * 210
     params = {"graph": word_graph(X), "lam": 1.0, "em_iterations": 2}
@@ -116,7 +116,7 @@ def test_graph_pr_on_a_cluster_is_the_one_process_model(client, monkeypatch):
 
 
 def test_self_training_labels_on_the_workers(client, traffic, monkeypatch):
-    monkeypatch.setattr(packing, "CHUNK_TOKENS", 400)
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 400)
     X, y = make_sequences(200, features="dict", random_state=0)
     params = {"max_rounds": 2, "max_iterations": 10}
     one = fixed(SelfTrainingCRF(n_jobs=1, **params)).fit(X[:30], y[:30], X_unlabeled=X[30:])

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from sklearn_ssl_crf._sequences import SequenceMatrix
 from sklearn_ssl_crf.datasets import load_ud_english_ewt
 from sklearn_ssl_crf.graph import (
     SimilarityGraph,
@@ -24,7 +25,6 @@ from sklearn_ssl_crf.graph import (
     resolve_graph,
     trigram_graph,
 )
-from sklearn_ssl_crf.sequences import SequenceMatrix
 
 # --- oracles ----------------------------------------------------------------------------
 

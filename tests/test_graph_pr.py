@@ -11,14 +11,14 @@ from fixed_settings import fixed
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-from sklearn_ssl_crf import CRF, GraphPRCRF, SequenceMatrix, WindowFeatures, WindowRows, packing
+from sklearn_ssl_crf import CRF, GraphPRCRF, SequenceMatrix, WindowFeatures, WindowRows
+from sklearn_ssl_crf._graph_pr import _ExpectationMaximisation
+from sklearn_ssl_crf._parameters import WeightLayout
 from sklearn_ssl_crf._training import Fold
 from sklearn_ssl_crf.datasets import load_ud_english_ewt, make_sequences, read_ocr_letters
 from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, trigram_graph
-from sklearn_ssl_crf.graph_pr import _ExpectationMaximisation
 from sklearn_ssl_crf.objective import GraphLaplacianPenalty
-from sklearn_ssl_crf.packing import ChunkedSequences
-from sklearn_ssl_crf.parameters import WeightLayout
+from sklearn_ssl_crf.parallel import ChunkedSequences, _chunked
 
 
 def word_graph(X, key="word", n_neighbors=4, seed=0):
@@ -263,7 +263,7 @@ def test_graph_penalty_pulls_q_towards_the_graph_labels(synthetic):
 
 def test_n_jobs_gives_the_same_model(synthetic, monkeypatch):
     X, _, y_partial, graph = synthetic
-    monkeypatch.setattr(packing, "CHUNK_TOKENS", 700)  # several chunks
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 700)  # several chunks
     params = {"graph": graph, "lam": 1.0, "em_iterations": 3}
     one = fixed(GraphPRCRF(n_jobs=1, **params)).fit(X, y_partial)
     two = fixed(GraphPRCRF(n_jobs=2, **params)).fit(X, y_partial)

@@ -10,7 +10,8 @@ from joblib import Parallel, delayed, parallel_config
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.features import SequenceVectorizer
 from sklearn_ssl_crf.objective._weights import chunk_unlabelled_terms
-from sklearn_ssl_crf.packing import ChunkedSequences, _chunk_bounds
+from sklearn_ssl_crf.parallel import ChunkedSequences
+from sklearn_ssl_crf.parallel._chunked import _chunk_bounds
 
 
 def _chunk_rows(chunk, workspace, weights):

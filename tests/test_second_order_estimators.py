@@ -24,7 +24,7 @@ from sklearn_ssl_crf._validation import encode_labels
 from sklearn_ssl_crf.graph import knn_graph
 from sklearn_ssl_crf.objective import label_count_gradient, unlabelled_terms
 from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
-from sklearn_ssl_crf.packing import ChunkedSequences, PackedSequences, transition_counts
+from sklearn_ssl_crf.parallel import ChunkedSequences, PackedSequences, transition_counts
 
 
 def second_order_task(n_sequences=60, seed=0):

@@ -188,9 +188,9 @@ def test_a_fixed_transition_prior_is_used(synthetic):
 ], ids=["entropy", "graph-pr"])
 def test_same_model_for_any_n_jobs_and_the_same_random_state(synthetic, estimator,
                                                              monkeypatch):
-    from sklearn_ssl_crf import packing
+    from sklearn_ssl_crf.parallel import _chunked
 
-    monkeypatch.setattr(packing, "CHUNK_TOKENS", 300)  # several chunks
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 300)  # several chunks
     X, y = synthetic
     y_partial = y[:24] + [None] * 96
     fits = [clone(estimator).set_params(n_jobs=n_jobs, random_state=seed).fit(

@@ -95,9 +95,9 @@ def test_both_unlabelled_conventions_give_the_same_model(synthetic):
 
 
 def test_n_jobs_gives_the_same_model(synthetic, monkeypatch):
-    import sklearn_ssl_crf.packing as packing
+    from sklearn_ssl_crf.parallel import _chunked
 
-    monkeypatch.setattr(packing, "CHUNK_TOKENS", 200)  # several chunks
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 200)  # several chunks
     X, y, X_unlabeled, _, _ = synthetic
     params = {"gamma": 0.1, "proportion_weight": 1.0}
     one = fixed(EntropyRegularizedCRF(n_jobs=1, **params)).fit(X, y, X_unlabeled=X_unlabeled)

@@ -18,11 +18,11 @@ from sklearn_ssl_crf import (
     SemiSupervisedCRF,
     UnlabeledSequences,
     WindowFeatures,
-    base,
-    packing,
+    _base,
 )
 from sklearn_ssl_crf.datasets import iter_text, make_sequences
 from sklearn_ssl_crf.features import SequenceVectorizer
+from sklearn_ssl_crf.parallel import _chunked
 
 sklearn_version = parse_version(parse_version(sklearn.__version__).base_version)
 
@@ -30,8 +30,8 @@ sklearn_version = parse_version(parse_version(sklearn.__version__).base_version)
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of 7 streamed sequences and chunks of 300 tokens: chunks span blocks."""
-    monkeypatch.setattr(base, "_STREAM_BLOCK", 7)
-    monkeypatch.setattr(packing, "CHUNK_TOKENS", 300)
+    monkeypatch.setattr(_base, "_STREAM_BLOCK", 7)
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 300)
 
 
 @pytest.fixture(scope="module")

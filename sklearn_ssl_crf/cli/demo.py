@@ -3,12 +3,12 @@ command)."""
 
 import time
 
-from ..crf_cv import CRFCV
+from .._crf_cv import CRFCV
+from .._self_training import SelfTrainingCRF
+from .._semi_supervised import EntropyRegularizedCRF
 from ..datasets import make_sequences
 from ..features import WindowFeatures, WordClusters
 from ..metrics import flat_accuracy_score, span_f1_score
-from ..self_training import SelfTrainingCRF
-from ..semi_supervised import EntropyRegularizedCRF
 
 N_LABELLED, N_UNLABELLED, N_TEST = 50, 1000, 1000
 

@@ -8,15 +8,15 @@ import time
 
 from sklearn.pipeline import Pipeline
 
+from .._crf import CRF
+from .._crf_cv import CRFCV
+from .._graph_pr import GraphPRCRF
+from .._model_files import save
+from .._natural_gradient import NaturalGradientCRF
+from .._self_training import SelfTrainingCRF
+from .._semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
 from .._training import describe_settings
-from ..crf import CRF
-from ..crf_cv import CRFCV
 from ..features import WindowFeatures, WordClusters
-from ..graph_pr import GraphPRCRF
-from ..model_files import save
-from ..natural_gradient import NaturalGradientCRF
-from ..self_training import SelfTrainingCRF
-from ..semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
 from ._inputs import FORMATS, UnlabelledFiles, check_readable, guess_format, read_labelled
 from ._scores import scores as dev_scores
 

@@ -12,8 +12,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._sequences import SequenceMatrix
 from .._tags import SequenceTagsMixin
-from ..sequences import SequenceMatrix
 from ._encoding import _ColumnCache, _encode, _growing_cache
 
 

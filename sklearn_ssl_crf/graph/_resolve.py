@@ -2,8 +2,8 @@
 tokens.
 """
 
+from .._sequences import SequenceMatrix
 from .._validation import is_matrix_input
-from ..sequences import SequenceMatrix
 from ._knn import knn_graph
 from ._similarity_graph import SimilarityGraph
 from ._trigram import trigram_graph
@@ -35,7 +35,7 @@ def resolve_graph(graph, X, sequences, n_neighbors=None, word_key="word.lower"):
     --------
     >>> import scipy.sparse as sp
     >>> from sklearn_ssl_crf.graph import resolve_graph
-    >>> from sklearn_ssl_crf.sequences import SequenceMatrix
+    >>> from sklearn_ssl_crf import SequenceMatrix
     >>> X = [["The", "cat", "sat"], ["The", "dog", "sat"]]
     >>> sequences = SequenceMatrix(sp.identity(6, format="csr"), [0, 3, 6])
     >>> resolve_graph("trigram", X, sequences)

@@ -15,6 +15,8 @@ Two penalties are defined: `GraphLaplacianPenalty` (groups are graph vertices) a
 import numpy as np
 import scipy.sparse as sp
 
+from ..parallel._packed import group_indicator
+
 
 class MarginalPenalty:
     """Base class: a convex differentiable function of grouped token node marginals.
@@ -158,12 +160,3 @@ class LabelProportionPenalty(MarginalPenalty):
         kl = float(target @ np.log(target / predicted[present]))
         # d/dM_s of -n_tokens * sum_s target_s log(M_s / n_tokens)
         return self.n_tokens * kl, (-self.target / predicted)[None, :]
-
-
-def group_indicator(token_groups, n_groups):
-    """Sparse (n_groups x n_tokens) matrix with a 1 at (group of t, t); tokens of group -1
-    have none. ``indicator @ values`` sums token rows by group, ``indicator.T @ table``
-    gives each token its group's row (zeros for -1)."""
-    tokens = np.flatnonzero(token_groups >= 0)
-    return sp.csr_matrix((np.ones(tokens.size), (token_groups[tokens], tokens)),
-                         shape=(n_groups, token_groups.size))

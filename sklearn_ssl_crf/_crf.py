@@ -7,12 +7,13 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._base import BaseCRF
+from ._parameters import WeightLayout, transition_masks
 from ._threads import single_threaded_blas
-from .base import BaseCRF
 from .objective._weights import penalised_negative_log_likelihood
 from .optim import minimize_lbfgs
-from .packing import CHUNK_TOKENS, ChunkedSequences
-from .parameters import WeightLayout, transition_masks
+from .parallel import ChunkedSequences
+from .parallel._chunked import CHUNK_TOKENS
 
 __all__ = ["CRF"]
 

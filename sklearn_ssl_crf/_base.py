@@ -8,6 +8,9 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ._decoding import decode, posterior_marginals
+from ._parameters import transition_potentials
+from ._sequences import SequenceMatrix
 from ._tags import LabelledSequenceTagsMixin
 from ._threads import single_threaded_blas
 from ._validation import (
@@ -21,14 +24,11 @@ from ._validation import (
     sequence_lengths,
     unlabelled_input,
 )
-from .decoding import decode, posterior_marginals
 from .features import SequenceVectorizer
 from .inference import chain_lattice
 from .inference.entropy import position_entropies
 from .metrics import span_f1_score
-from .packing import PackedSequences
-from .parameters import transition_potentials
-from .sequences import SequenceMatrix
+from .parallel import PackedSequences
 
 __all__ = ["BaseCRF", "featurise_training_input", "unlabelled_sequences"]
 

@@ -36,11 +36,11 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._base import unlabelled_sequences
+from ._decoding import decode, posterior_marginals
 from ._threads import single_threaded_blas
 from ._training import SELECTABLE, Phase, SemiSupervisedPath
 from ._validation import concatenate_inputs
-from .base import unlabelled_sequences
-from .decoding import decode, posterior_marginals
 from .graph import SimilarityGraph, resolve_graph
 from .objective import GraphLaplacianPenalty, log_partition
 

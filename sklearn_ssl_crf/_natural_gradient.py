@@ -14,6 +14,10 @@ from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._base import BaseCRF, unlabelled_sequences
+from ._crf import _check_dev_pair, _label_cooccurrence
+from ._parameters import WeightLayout, transition_masks
+from ._semi_supervised import target_proportions
 from ._threads import single_threaded_blas
 from ._validation import (
     as_sequence_list,
@@ -23,8 +27,6 @@ from ._validation import (
     matrices_to_sequence_matrix,
     stack_sequences,
 )
-from .base import BaseCRF, unlabelled_sequences
-from .crf import _check_dev_pair, _label_cooccurrence
 from .features import SequenceVectorizer
 from .inference import Workspace, chain_statistics
 from .metrics import has_spans
@@ -36,9 +38,7 @@ from .objective import (
 )
 from .optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from .optim.transforms import TRANSFORMS
-from .packing import PackedSequences, transition_counts
-from .parameters import WeightLayout, transition_masks
-from .semi_supervised import target_proportions
+from .parallel import PackedSequences, transition_counts
 
 __all__ = ["NaturalGradientCRF"]
 

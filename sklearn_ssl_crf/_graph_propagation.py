@@ -15,9 +15,9 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._base import featurise_training_input
 from ._tags import LabelledSequenceTagsMixin
 from ._validation import as_sequence_list, check_labels, concatenate_inputs, encode_labels
-from .base import featurise_training_input
 from .graph import SimilarityGraph, resolve_graph
 
 __all__ = ["GraphPropagation"]
@@ -99,7 +99,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
 
     >>> import numpy as np
     >>> from sklearn_ssl_crf.graph import SimilarityGraph
-    >>> from sklearn_ssl_crf.graph_propagation import GraphPropagation
+    >>> from sklearn_ssl_crf import GraphPropagation
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
     >>> y = [["DET", "NOUN"], None]                   # the second sentence is unlabelled
     >>> weights = np.zeros((4, 4))                    # vertices: the, dog, a, cat

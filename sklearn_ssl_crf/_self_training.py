@@ -7,10 +7,10 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
+from ._base import unlabelled_sequences
+from ._decoding import decode
 from ._threads import single_threaded_blas
 from ._training import Phase, SemiSupervisedPath
-from .base import unlabelled_sequences
-from .decoding import decode
 
 __all__ = ["SelfTrainingCRF"]
 

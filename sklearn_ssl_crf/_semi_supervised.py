@@ -16,8 +16,8 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
+from ._base import unlabelled_sequences
 from ._training import SELECTABLE, Phase, SemiSupervisedPath, logging_callback
-from .base import unlabelled_sequences
 from .objective._weights import entropy_regularised_objective
 
 __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]

@@ -1,0 +1,117 @@
+"""`PackedSequences`: feature rows packed once into a chain layout, and the one mapping between
+weights and potentials: ``unary = X @ W`` forward, ``dW = X.T @ d_unary`` back.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..inference import ChainLayout
+
+
+class PackedSequences:
+    """Token rows of some sequences reordered into a `ChainLayout` for the batched kernels.
+
+    Parameters
+    ----------
+    matrix : scipy.sparse.csr_matrix of shape (n_tokens, n_attributes)
+        Token rows, sequences laid end to end.
+    lengths : ndarray of int of shape (n_sequences,)
+    labels : ndarray of int of shape (n_tokens,), default=None
+        Label index of every token, in the same order as ``matrix``.
+    n_labels : int, default=None
+        Needed with ``labels``, to count observed transitions.
+    groups : ndarray of int of shape (n_tokens,), default=None
+        Group of every token (a graph vertex; -1 for none), in the same order as
+        ``matrix``, for penalties on grouped marginals (`penalties`).
+    n_groups : int, default=None
+        Needed with ``groups``.
+    order : {1, 2}, default=1
+        Order of the chains, for ``transition_counts``.
+
+    Attributes
+    ----------
+    layout : ChainLayout
+    matrix : csr_matrix
+        Rows in packed order; float32 values when that loses nothing.
+    labels : ndarray or None
+        Labels in packed order.
+    transition_counts : ndarray of shape (n_labels, n_labels) or None
+        How often label ``i`` is followed by label ``j`` in the labelled sequences; at order
+        2, of shape (n_labels + 1, n_labels, n_labels), the counts of the transition
+        tensor's entries (`inference.second_order`).
+    label_index : ndarray of int64 or None
+        Index of every token's label in a raveled (n_tokens, n_labels) array.
+    group_matrix : scipy.sparse.csr_matrix of shape (n_groups, n_tokens) or None
+        Indicator of each packed token's group (`group_indicator`).
+    """
+
+    def __init__(self, matrix, lengths, labels=None, n_labels=None, groups=None,
+                 n_groups=None, order=1):
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.layout = ChainLayout(self.lengths)
+        self.matrix = matrix[self.layout.order]
+        # Feature values are almost all 1 (indicators): held as float32 where that is exact,
+        # a third less memory for the packed data. Products upcast them to float64, so
+        # every result is the same to the bit.
+        values = self.matrix.data
+        if values.dtype == np.float64 and np.array_equal(values.astype(np.float32), values):
+            self.matrix.data = values.astype(np.float32)
+        self.labels = self.transition_counts = self.label_index = None
+        if labels is not None:
+            labels = np.asarray(labels, dtype=np.int64)
+            self.labels = labels[self.layout.order]
+            self.transition_counts = transition_counts(labels, self.lengths, n_labels, order)
+            self.label_index = np.arange(self.labels.size) * n_labels + self.labels
+        self.group_matrix = None
+        if groups is not None:
+            groups = np.asarray(groups, dtype=np.int64)[self.layout.order]
+            self.group_matrix = group_indicator(groups, n_groups)
+
+    @property
+    def n_tokens(self):
+        return self.layout.n_rows
+
+    def unary(self, state_weights):
+        """Unary potentials ``X @ W`` of every packed token, shape (n_tokens, n_labels)."""
+        return np.asarray(self.matrix @ state_weights)
+
+    def weight_gradient(self, d_unary):
+        """Map a gradient w.r.t. the unary potentials to one w.r.t. the state weights."""
+        # X.T of a CSR matrix is a free CSC view; its product scatters into the small dW
+        # instead of gathering from the large d_unary, several times faster than a CSR
+        # transpose here.
+        return np.asarray(self.matrix.T @ d_unary)
+
+    def unpack(self, packed_values):
+        """Rows of a packed-order array back in the sequences' original token order."""
+        values = np.empty_like(packed_values)
+        values[self.layout.order] = packed_values
+        return values
+
+
+def transition_counts(labels, lengths, n_labels, order=1):
+    """Counts of each transition potential's entry in labelled sequences laid end to end:
+    shape (n_labels, n_labels) at order 1, (n_labels + 1, n_labels, n_labels) at order 2
+    (`inference.second_order`)."""
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[lengths > 0]
+    # position[k]: position of token k in its sequence
+    position = np.arange(labels.size) - np.repeat(starts, lengths[lengths > 0])
+    if order == 1:
+        later = np.flatnonzero(position >= 1)
+        entries = labels[later - 1] * n_labels + labels[later]
+        return np.bincount(entries, minlength=n_labels ** 2).reshape(n_labels, n_labels)
+    later = np.flatnonzero(position >= 1)
+    # y_{t-2}, with the start (index n_labels) at position 1
+    before = np.where(position[later] >= 2, labels[np.maximum(later - 2, 0)], n_labels)
+    entries = (before * n_labels + labels[later - 1]) * n_labels + labels[later]
+    return np.bincount(entries, minlength=(n_labels + 1) * n_labels ** 2).reshape(
+        n_labels + 1, n_labels, n_labels)
+
+
+def group_indicator(token_groups, n_groups):
+    """Sparse (n_groups x n_tokens) matrix with a 1 at (group of t, t); tokens of group -1
+    have none. ``indicator @ values`` sums token rows by group, ``indicator.T @ table``
+    gives each token its group's row (zeros for -1)."""
+    tokens = np.flatnonzero(token_groups >= 0)
+    return sp.csr_matrix((np.ones(tokens.size), (token_groups[tokens], tokens)),
+                         shape=(n_groups, token_groups.size))
