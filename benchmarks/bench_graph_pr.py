@@ -49,10 +49,10 @@ from conll_features import DEFAULT_DATA
 from scipy.ndimage import gaussian_filter
 
 from sklearn_ssl_crf import CRF, GraphPRCRF, WindowFeatures, WindowRows, graph
-from sklearn_ssl_crf._graph_pr import _ExpectationMaximisation
+from sklearn_ssl_crf._graph_pr_em import _ExpectationMaximisation
 from sklearn_ssl_crf._parameters import WeightLayout
 from sklearn_ssl_crf._threads import single_threaded_blas
-from sklearn_ssl_crf._training import Fold
+from sklearn_ssl_crf._training_data import Fold
 from sklearn_ssl_crf._validation import encode_labels
 from sklearn_ssl_crf.datasets import (
     load_bc2gm,

@@ -302,7 +302,7 @@ def build_data(model, X, y, stream):
 
 def fixed_fold(model, labelled_data, layout):
     """The labelled data at OBJECTIVE's priors, as fit's training path holds it."""
-    from sklearn_ssl_crf._training import Fold
+    from sklearn_ssl_crf._training_data import Fold
 
     return Fold(labelled_data, layout, c1=OBJECTIVE["c1"], c2=OBJECTIVE["c2"],
                 extra={"target": model.target_proportions_})

@@ -2,7 +2,8 @@
 
 from sklearn.base import _fit_context
 
-from ._training import Phase, SemiSupervisedPath
+from ._training import SemiSupervisedPath
+from ._training_data import Phase
 
 __all__ = ["CRFCV"]
 

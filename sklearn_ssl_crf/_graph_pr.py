@@ -28,7 +28,6 @@ regulariser by it keeps EM a coordinate ascent on J for any ``delta``.
   are computed once per E-step, and each evaluation costs one forward-backward per sequence.
 """
 
-from dataclasses import dataclass, replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -38,16 +37,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import unlabelled_sequences
 from ._decoding import decode, posterior_marginals
+from ._graph_pr_em import _ExpectationMaximisation
 from ._threads import single_threaded_blas
-from ._training import SELECTABLE, Phase, SemiSupervisedPath
+from ._training import SELECTABLE, SemiSupervisedPath
 from ._validation import concatenate_inputs
 from .graph import SimilarityGraph, resolve_graph
-from .objective import GraphLaplacianPenalty, log_partition
-
-__all__ = ["GraphPRCRF"]
-
-# Halvings of an E-step's step size before it is taken as converged.
-_MAX_HALVINGS = 10
+from .objective import GraphLaplacianPenalty
 
 
 class GraphPRCRF(SemiSupervisedPath):
@@ -383,228 +378,9 @@ vectorizer_
         return decode(packed, unary, transition)
 
 
-@dataclass
-class _Auxiliary:
-    """The auxiliary distribution q: potentials ``X W + offsets[vertex]`` and transitions of
-    ``theta``, with what was computed of it."""
-
-    theta: np.ndarray
-    offsets: np.ndarray
-    kl: float                  # KL(q || p_theta'), theta' the last theta it was compared to
-    penalty: float             # h
-    objective: float           # kl + lam * h, at theta'
-
-    penalty_gradient: np.ndarray
-    features: np.ndarray = None        # E_q[F], packed as theta
-    expected_log_q: float = None       # E_q[log q]
-
-
-class _ExpectationMaximisation:
-    """The EM loop of `GraphPRCRF` on one fold (`_training.Fold`) at strength ``lam``."""
-
-    def __init__(self, model, fold, lam):
-        self.model, self.fold, self.lam = model, fold, lam
-        self.penalty, self.layout = fold.extra["penalty"], fold.layout
-        self.labelled_data, self.unlabelled_data = fold.labelled, fold.extra["unlabelled"]
-        self.weight = model.unlabeled_weight
-        self.supervised = model._supervised_objective(fold)
-        self.n_labels = len(model.classes_)
-        tokens = self.penalty.token_groups[self.penalty.token_groups >= 0]
-        counts = np.bincount(tokens, minlength=self.penalty.n_groups).astype(np.float64)
-        # 1 / (unlabelled tokens of each vertex), 0 for none: averages of the E-step's start.
-        self.inverse_token_counts = np.divide(1.0, counts, out=np.zeros_like(counts),
-                                              where=counts > 0)[:, None]
-
-    def run(self, theta, max_iterations, on_iteration):
-        """EM from the supervised optimum ``theta`` for at most ``max_iterations``
-        iterations; ``on_iteration(iteration, theta, q)`` after each (0: the start) may end
-        it with ``StopIteration``. Returns a `_training.Phase` whose state is q."""
-        model, weight = self.model, self.weight
-        if not self.unlabelled_data.chunks:
-            start = on_iteration(0, theta, None)
-            return Phase(theta, [dict(start, phase="EM", em_iteration=0)], 0)
-        log = []
-        log_z = self._log_partition(theta)
-        q = self._evaluate(theta, log_z, np.zeros((self.penalty.n_groups, self.n_labels)))
-        likelihood = -(self.supervised(theta)[0] + self.fold.c1 * np.abs(theta).sum())
-        objective = start_objective = likelihood - weight * q.objective
-        try:
-            scores = on_iteration(0, theta, q)
-        except StopIteration as stop:
-            scores = stop.args[2]
-        log.append(self._entry(0, objective, likelihood, q, scores,
-                               estep_iterations=0, estep_objective=float(q.objective)))
-        # With no weight on the unlabelled data theta cannot move: one E-step gives q.
-        n_iterations = max_iterations if weight > 0 else min(max_iterations, 1)
-        reason, message = "max_iter", f"stopped at its cap of {n_iterations} EM iterations"
-        n_iter = 0
-        for iteration in range(1, n_iterations + 1):
-            # Iteration 1 starts where q already is (evaluated at this theta for entry 0);
-            # later ones from q's previous node scores, vertex-averaged, at the new theta.
-            start = q if iteration == 1 else self._evaluate(
-                theta, log_z, q.offsets - self._unary_shift(q.theta, theta))
-            new_q, estep_iterations = self._e_step(theta, log_z, start)
-            # The new E-step may fail to beat the previous q at this theta (too few steps):
-            # then keeping that q is the better E-step, and J cannot decrease.
-            kept_previous = bool(new_q.objective > q.objective)
-            if not kept_previous:
-                q = new_q
-            if q.features is None:
-                self._expected_features(q)
-            estep_objective = q.objective
-            if weight > 0:
-                result = model._minimize(self._m_step_objective(q), theta,
-                                         max_iterations=model.mstep_iterations,
-                                         c1=self.fold.c1)
-                log += [dict(entry, phase="M-step", em_iteration=iteration)
-                        for entry in result.log]
-                theta, m_step_loss, m_iterations = result.x, result.fun, result.n_iter
-            else:
-                m_step_loss, m_iterations = -likelihood, 0
-            log_z = self._log_partition(theta)
-            expected_log_p = q.features @ theta - log_z
-            likelihood = -m_step_loss - weight * expected_log_p
-            # q at the new theta: the start the next E-step must beat. A copy, so that a q
-            # kept as an iterate's is not changed by later iterations.
-            q = replace(q)
-            q.kl = q.expected_log_q - expected_log_p
-            q.objective = q.kl + self.lam * q.penalty
-            previous, objective = objective, likelihood - weight * q.objective
-            n_iter = iteration
-            stopped = None
-            try:
-                scores = on_iteration(iteration, theta, q)
-            except StopIteration as stop:
-                stopped, stop_message, scores = stop.args
-            log.append(self._entry(iteration, objective, likelihood, q, scores,
-                                   estep_iterations=estep_iterations,
-                                   estep_objective=float(estep_objective),
-                                   kept_previous_q=kept_previous,
-                                   mstep_iterations=m_iterations))
-            if stopped is not None:
-                reason, message = stopped, stop_message
-                break
-            if objective - previous <= model.em_tol * (objective - start_objective):
-                reason, message = "converged", "J's rise below em_tol of its total"
-                break
-        return Phase(theta, log, n_iter, reason, message, q)
-
-    def _entry(self, iteration, objective, likelihood, q, scores, **extra):
-        entry = dict(phase="EM", em_iteration=iteration, objective=float(objective),
-                     likelihood=float(likelihood), kl=float(q.kl), penalty=float(q.penalty),
-                     **extra, **scores)
-        if self.model.verbose:
-            print(f"EM {iteration:3d}  J={objective:.6g}  L={likelihood:.6g}  "
-                  f"KL={q.kl:.4g}  h={q.penalty:.4g}"
-                  + "".join(f"  {key}={value:.4f}" for key, value in scores.items()),
-                  flush=True)
-        return entry
-
-    # -- E-step --------------------------------------------------------------------------
-
-    def _evaluate(self, theta, log_z, offsets):
-        """q with these offsets at theta: KL(q || p_theta), h and its gradient."""
-        state, transition = self.layout.unpack(theta)
-        with single_threaded_blas():
-            log_z_q, sums = self.unlabelled_data.sum(_chunk_auxiliary_statistics, state,
-                                                     transition, offsets, False)
-        penalty, gradient = self.penalty.value_and_gradient(sums)
-        # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
-        kl = float(np.vdot(offsets, sums)) - log_z_q + log_z
-        return _Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient)
-
-    def _e_step(self, theta, log_z, current):
-        """Exponentiated-gradient steps on q's offsets from ``current`` (evaluated at
-        theta); the objective never rises."""
-        model = self.model
-        n_steps = 0
-        for k in range(model.estep_iterations):
-            eta = model.estep_eta / (1 + k)
-            for _ in range(_MAX_HALVINGS + 1):
-                trial = self._evaluate(
-                    theta, log_z,
-                    (1 - eta) * current.offsets - eta * self.lam * current.penalty_gradient)
-                if trial.objective <= current.objective:
-                    break
-                eta /= 2
-            else:
-                break  # no step lowers the objective: converged up to rounding
-            n_steps += 1
-            change = current.objective - trial.objective
-            current = trial
-            if change <= model.estep_tol * abs(current.objective):
-                break
-        return current, n_steps
-
-    def _expected_features(self, q):
-        """Sets q's expected features and ``E_q[log q]``."""
-        state, transition = self.layout.unpack(q.theta)
-        with single_threaded_blas():
-            log_z_q, sums, d_state, d_transition = self.unlabelled_data.sum(
-                _chunk_auxiliary_statistics, state, transition, q.offsets, True)
-        q.features = self.layout.pack(d_state, d_transition)
-        q.expected_log_q = float(q.features @ q.theta + np.vdot(q.offsets, sums) - log_z_q)
-
-    # -- M-step --------------------------------------------------------------------------
-
-    def _m_step_objective(self, q):
-        """``theta -> (value, gradient)`` of ``-L(theta) - weight * sum E_q[log p_theta]``."""
-        supervised, layout, weight = self.supervised, self.layout, self.weight
-        data, features = self.unlabelled_data, q.features
-
-        def objective(theta):
-            value, gradient = supervised(theta)
-            state, transition = layout.unpack(theta)
-            log_z, d_state, d_transition = data.sum(_chunk_log_partition, state, transition)
-            value += weight * (log_z - features @ theta)
-            gradient += weight * (layout.pack(d_state, d_transition) - features)
-            return value, gradient
-
-        return objective
-
-    def _unary_shift(self, old_theta, new_theta):
-        """Per vertex, the mean over its unlabelled tokens of the change of theta's unary
-        potentials from ``old_theta`` to ``new_theta`` (zero for vertices without any)."""
-        difference = self.layout.unpack(new_theta)[0] - self.layout.unpack(old_theta)[0]
-        with single_threaded_blas():
-            sums = self.unlabelled_data.sum(_chunk_unary_group_sums, difference)[0]
-        return sums * self.inverse_token_counts
-
-    def _log_partition(self, theta):
-        state, transition = self.layout.unpack(theta)
-        with single_threaded_blas():
-            return self.unlabelled_data.sum(_chunk_log_partition, state, transition)[0]
-
-
 def _token_indices(sequences, chosen):
     """The token rows of the sequences ``chosen`` (indices) of a `SequenceMatrix`, in
     order."""
     offsets = sequences.offsets
     return np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in chosen]
                           + [np.zeros(0, dtype=np.intp)])
-
-
-def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, features):
-    """A chunk's ``sum log Z_q`` and q's marginal sums per vertex; with ``features``, also
-    q's expected state and transition features."""
-    unary = chunk.unary(state)
-    unary += chunk.group_matrix.T @ offsets
-    log_z, node_marginals, edge_marginal_sum = log_partition(chunk, unary, transition,
-                                                             workspace)
-    sums = np.asarray(chunk.group_matrix @ node_marginals)
-    if not features:
-        return log_z, sums
-    return log_z, sums, chunk.weight_gradient(node_marginals), edge_marginal_sum
-
-
-def _chunk_unary_group_sums(chunk, workspace, state):
-    """A chunk's unary potentials under ``state`` summed per vertex (the unary potentials
-    are linear in the state weights, so a difference of weights gives the difference)."""
-    return (np.asarray(chunk.group_matrix @ chunk.unary(state)),)
-
-
-def _chunk_log_partition(chunk, workspace, state, transition):
-    """A chunk's ``sum log Z`` and expected features under theta."""
-    log_z, node_marginals, edge_marginal_sum = log_partition(chunk, chunk.unary(state),
-                                                             transition, workspace)
-    return log_z, chunk.weight_gradient(node_marginals), edge_marginal_sum

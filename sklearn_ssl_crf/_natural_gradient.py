@@ -9,7 +9,6 @@ stopping rule follow CRFsuite's l2sgd.
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -18,6 +17,7 @@ from ._base import BaseCRF, unlabelled_sequences
 from ._crf import _check_dev_pair, _label_cooccurrence
 from ._parameters import WeightLayout, transition_masks
 from ._semi_supervised import target_proportions
+from ._stochastic import _Samples
 from ._threads import single_threaded_blas
 from ._validation import (
     as_sequence_list,
@@ -28,19 +28,9 @@ from ._validation import (
     stack_sequences,
 )
 from .features import SequenceVectorizer
-from .inference import Workspace, chain_statistics
 from .metrics import has_spans
-from .objective import (
-    LabelProportionPenalty,
-    label_count_gradient,
-    log_likelihood,
-    unlabelled_terms,
-)
 from .optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from .optim.transforms import TRANSFORMS
-from .parallel import PackedSequences, transition_counts
-
-__all__ = ["NaturalGradientCRF"]
 
 
 class NaturalGradientCRF(BaseCRF):
@@ -509,173 +499,11 @@ vectorizer_
         self._set_weight_blocks([state, *layout.blocks(transition.ravel())[1:]])
 
 
-
 def _union(mask, new):
     # Same shapes: the trainer has grown its mask to the vocabulary the new one is built on.
     if mask is None or new is None:
         return new if mask is None else mask
     return mask | new
-
-
-def _local_matrix(matrix):
-    """The attributes (columns) a CSR block of token rows uses, and the block over those
-    only."""
-    columns, local_columns = np.unique(matrix.indices, return_inverse=True)
-    return columns, sp.csr_matrix((matrix.data, local_columns, matrix.indptr),
-                                  shape=(matrix.shape[0], columns.size))
-
-
-class _Samples:
-    """Training sequences for stochastic steps: `gradient(trainer, batch)` gives the summed
-    loss of a batch of sequences and its gradient, over the attributes they use.
-
-    Sequences ``0 .. n_labelled - 1`` are labelled; the rest are unlabelled, whose loss is
-    ``-gamma * sum p log p + proportion_weight * n_tokens * KL(target || pi_hat)`` over the
-    step's unlabelled tokens (the terms of `EntropyRegularizedCRF`, sampled), ``pi_hat``
-    the running mean marginal of the unlabelled tokens.
-    A labelled sequence alone runs `chain_statistics`, other batches the batched kernels.
-    Either way the batch's local feature matrices are built at its first step and kept
-    (``prepared``, keyed by sequence, may be shared with other samples of the same labelled
-    sequences), and ``batches`` holds the composition of larger batches.
-    """
-
-    def __init__(self, sequences, n_labelled, codes, n_labels, gamma, proportion_weight,
-                 target, prepared=None, order=1):
-        self.sequences, self.n_labelled, self.codes = sequences, n_labelled, codes
-        self.order = order
-        # The trainer's transition rows, raveled, are this layout's parameters (no W).
-        self.transition_layout = WeightLayout(0, n_labels, order=order)
-        self._no_state = np.zeros((0, n_labels))
-        self.n_labels, self.gamma, self.proportion_weight = n_labels, gamma, proportion_weight
-        self.target = target
-        unlabelled_lengths = sequences.lengths[n_labelled:]
-        self.n_unlabelled_tokens = int(unlabelled_lengths.sum())
-        # Running estimate of the unlabelled tokens' summed marginals and their number,
-        # over about the last epoch (see `_unlabelled_terms`).
-        self._label_mass = self._token_mass = 0.0
-        self.n_samples = len(sequences)
-        self.prepared = {} if prepared is None else prepared
-        self.batches = None
-        self._prepared_batches = {}
-        self._workspace = Workspace()
-
-    def labelled_packed(self):
-        rows = self.sequences.offsets[self.n_labelled]
-        return PackedSequences(self.sequences.matrix[:rows],
-                               self.sequences.lengths[:self.n_labelled], self.codes,
-                               self.n_labels, order=self.order)
-
-    def _prepare(self, i):
-        """Attributes of labelled sequence ``i``, its feature matrix over them and its
-        transpose (CSR both), its gold entries of the (n, S) unary array, and its gold
-        transitions (flat indices into the transition potentials, counts)."""
-        first, stop = self.sequences.offsets[i], self.sequences.offsets[i + 1]
-        columns, local = _local_matrix(self.sequences.matrix[first:stop])
-        n_labels = self.n_labels
-        labels = self.codes[first:stop]
-        gold = np.arange(labels.size) * n_labels + labels
-        all_counts = transition_counts(labels, np.array([labels.size]), n_labels, self.order)
-        entries = np.flatnonzero(all_counts)
-        return (columns, local, local.T.tocsr(), gold, entries,
-                all_counts.ravel()[entries].astype(np.float64))
-
-    def _prepare_batch(self, batch):
-        """Attributes of the sequences ``batch``, and its labelled and unlabelled sequences
-        packed over them (None when there are none)."""
-        labelled = batch[batch < self.n_labelled]
-        unlabelled = batch[batch >= self.n_labelled]
-        part = self.sequences[np.concatenate([labelled, unlabelled])]
-        columns, local = _local_matrix(part.matrix)
-        split = part.offsets[labelled.size]
-        labelled_packed = unlabelled_packed = None
-        if labelled.size:
-            offsets = self.sequences.offsets
-            labels = np.concatenate([self.codes[offsets[i]:offsets[i + 1]] for i in labelled])
-            labelled_packed = PackedSequences(local[:split], part.lengths[:labelled.size],
-                                              labels, self.n_labels, order=self.order)
-        if unlabelled.size:
-            unlabelled_packed = PackedSequences(local[split:], part.lengths[labelled.size:])
-        return columns, labelled_packed, unlabelled_packed
-
-    def gradient(self, trainer, batch):
-        if len(batch) == 1 and batch[0] < self.n_labelled:
-            i = int(batch[0])
-            prepared = self.prepared.get(i)
-            if prepared is None:
-                prepared = self.prepared[i] = self._prepare(i)
-            return self._sequence_gradient(trainer, prepared)
-        key = batch.tobytes()
-        prepared = self._prepared_batches.get(key)
-        if prepared is None:
-            prepared = self._prepared_batches[key] = self._prepare_batch(batch)
-        return self._batch_gradient(trainer, prepared)
-
-    def _potentials(self, trainer):
-        """The transition potentials of the trainer's transition weights."""
-        return self.transition_layout.unpack(trainer.transition.ravel())[1]
-
-    def _transition_gradient(self, d_potentials):
-        """A gradient w.r.t. the transition potentials as one w.r.t. the trainer's transition
-        weights."""
-        return self.transition_layout.pack(self._no_state, d_potentials).reshape(
-            -1, self.n_labels)
-
-    def _sequence_gradient(self, trainer, prepared):
-        columns, local, local_t, gold, entries, counts = prepared
-        unary = local @ trainer.state_rows(columns)
-        transition = self._potentials(trainer)
-        log_z, d_unary, d_transition = chain_statistics(unary, transition)
-        loss = log_z - unary.ravel()[gold].sum() - transition.ravel()[entries] @ counts
-        d_unary.ravel()[gold] -= 1.0
-        d_transition.ravel()[entries] -= counts
-        return loss, columns, local_t @ d_unary, self._transition_gradient(d_transition)
-
-    def _batch_gradient(self, trainer, prepared):
-        columns, labelled, unlabelled = prepared
-        state, transition = trainer.state_rows(columns), self._potentials(trainer)
-        d_state = np.zeros_like(state)
-        d_transition = np.zeros_like(transition)
-        loss = 0.0
-        if labelled is not None:
-            value, d_unary, d_edges = log_likelihood(labelled, labelled.unary(state),
-                                                     transition, self._workspace)
-            loss -= value
-            d_state -= labelled.weight_gradient(d_unary)
-            d_transition -= d_edges
-        if unlabelled is not None:
-            loss += self._unlabelled_terms(unlabelled, state, transition, d_state,
-                                           d_transition)
-        return loss, columns, d_state, self._transition_gradient(d_transition)
-
-    def _unlabelled_terms(self, packed, state, transition, d_state, d_transition):
-        """Adds the unlabelled terms' gradient to ``d_state``, ``d_transition``; returns
-        their value."""
-        unary = packed.unary(state)
-        gamma, weight = self.gamma, self.proportion_weight
-        negative_entropy, d_unary, d_edges, label_sums = unlabelled_terms(
-            packed, unary, transition, self._workspace,
-            entropy_gradient="lattice" if gamma > 0 else None)
-        loss = -gamma * negative_entropy
-        if gamma > 0:
-            d_state -= gamma * packed.weight_gradient(d_unary)
-            d_transition -= gamma * d_edges
-        if weight > 0:
-            # The gradient of N_u KL(pi || pi_hat) w.r.t. a sequence's expected label counts
-            # is -pi / pi_hat with pi_hat the mean marginal over *all* unlabelled tokens, not
-            # over the step's: pi_hat is a running mean over about one epoch.
-            n_tokens = packed.n_tokens
-            keep = max(0.0, 1.0 - n_tokens / self.n_unlabelled_tokens)
-            self._label_mass = keep * self._label_mass + label_sums
-            self._token_mass = keep * self._token_mass + n_tokens
-            running_sums = self._label_mass * (n_tokens / self._token_mass)
-            penalty, label_weights = LabelProportionPenalty(
-                self.target, n_tokens).value_and_gradient(running_sums[None, :])
-            d_unary, d_edges = label_count_gradient(packed, unary, transition,
-                                                    label_weights[0], self._workspace)
-            loss += weight * penalty
-            d_state += weight * packed.weight_gradient(d_unary)
-            d_transition += weight * d_edges
-        return loss
 
 
 class _BestEpoch:

@@ -10,7 +10,8 @@ from sklearn.utils._param_validation import Interval
 from ._base import unlabelled_sequences
 from ._decoding import decode
 from ._threads import single_threaded_blas
-from ._training import Phase, SemiSupervisedPath
+from ._training import SemiSupervisedPath
+from ._training_data import Phase
 
 __all__ = ["SelfTrainingCRF"]
 

@@ -17,7 +17,8 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
 from ._base import unlabelled_sequences
-from ._training import SELECTABLE, Phase, SemiSupervisedPath, logging_callback
+from ._training import SELECTABLE, SemiSupervisedPath
+from ._training_data import Phase, logging_callback
 from .objective._weights import entropy_regularised_objective
 
 __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]

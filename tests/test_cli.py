@@ -10,7 +10,7 @@ import pytest
 from sklearn.pipeline import Pipeline
 
 from sklearn_ssl_crf import CRF, CRFCV, EntropyRegularizedCRF, WindowFeatures, load
-from sklearn_ssl_crf._training import describe_settings
+from sklearn_ssl_crf._selection import describe_settings
 from sklearn_ssl_crf.cli import main
 from sklearn_ssl_crf.cli import tag as tag_command
 from sklearn_ssl_crf.datasets import make_sequences, read_columns, read_text

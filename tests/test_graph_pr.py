@@ -12,9 +12,9 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_ssl_crf import CRF, GraphPRCRF, SequenceMatrix, WindowFeatures, WindowRows
-from sklearn_ssl_crf._graph_pr import _ExpectationMaximisation
+from sklearn_ssl_crf._graph_pr_em import _ExpectationMaximisation
 from sklearn_ssl_crf._parameters import WeightLayout
-from sklearn_ssl_crf._training import Fold
+from sklearn_ssl_crf._training_data import Fold
 from sklearn_ssl_crf.datasets import load_ud_english_ewt, make_sequences, read_ocr_letters
 from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, trigram_graph
 from sklearn_ssl_crf.objective import GraphLaplacianPenalty

@@ -1,6 +1,7 @@
 """The package's layout: each layer imports only the layers below it (features and data,
 kernels, packed sequences, objective terms, optimisers, then the training path and the
-estimators), so that the kernels know nothing of estimators."""
+estimators), so that the kernels know nothing of estimators; and no module much over 500
+lines."""
 
 import ast
 from pathlib import Path
@@ -54,3 +55,9 @@ def test_the_rule_reads_every_kind_of_import():
               "\nfrom sklearn_ssl_crf.graph import knn_graph\nimport numpy\n")
     assert package_imports(source, ("inference",)) == {"_crf", "inference", "objective",
                                                        "graph"}
+
+
+def test_no_module_is_much_over_500_lines():
+    sizes = {path.relative_to(PACKAGE): len(path.read_text().splitlines())
+             for path in PACKAGE.rglob("*.py")}
+    assert {path: n for path, n in sizes.items() if n > 530} == {}

@@ -384,9 +384,9 @@ def test_full_batch_loss_is_minus_the_entropy_objective(synthetic):
                                                                       X_unlabeled=X_unlabeled)
     # Same featurisation and classes; evaluate both at the reference's weights.
     assert model.attributes_ == reference.attributes_ and model.classes_ == reference.classes_
-    from sklearn_ssl_crf._natural_gradient import _Samples  # noqa: PLC0415
     from sklearn_ssl_crf._parameters import WeightLayout  # noqa: PLC0415
-    from sklearn_ssl_crf._training import Fold  # noqa: PLC0415
+    from sklearn_ssl_crf._stochastic import _Samples  # noqa: PLC0415
+    from sklearn_ssl_crf._training_data import Fold  # noqa: PLC0415
     from sklearn_ssl_crf.parallel import ChunkedSequences  # noqa: PLC0415
 
     sequences = model.vectorizer_.transform(X + X_unlabeled)

@@ -18,7 +18,8 @@ from sklearn_ssl_crf import (
     SelfTrainingCRF,
     SimilarityGraph,
 )
-from sklearn_ssl_crf._training import SemiSupervisedPath, spread_folds
+from sklearn_ssl_crf._selection import spread_folds
+from sklearn_ssl_crf._training import SemiSupervisedPath
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
 

@@ -13,9 +13,9 @@ from .._crf_cv import CRFCV
 from .._graph_pr import GraphPRCRF
 from .._model_files import save
 from .._natural_gradient import NaturalGradientCRF
+from .._selection import describe_settings
 from .._self_training import SelfTrainingCRF
 from .._semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
-from .._training import describe_settings
 from ..features import WindowFeatures, WordClusters
 from ._inputs import FORMATS, UnlabelledFiles, check_readable, guess_format, read_labelled
 from ._scores import scores as dev_scores

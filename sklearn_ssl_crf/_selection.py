@@ -1,0 +1,164 @@
+"""Selection's pieces: the held-out sets and how their iterates are scored (`_Iterates`,
+`_HeldOut`), the candidates of each setting, the folds, and the record of what was tried
+(``cv_results_``).
+"""
+
+import copy
+from numbers import Real
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+
+class _Iterates:
+    """Scores the iterates of one run on a held-out set, keeps the best, and stops the run
+    (``StopIteration``) after ``patience`` iterations without a better score.
+
+    Called as ``on_iteration(iteration, theta, state=None) -> dict`` by the phases, for
+    iteration 0 (the start) first. Without a held-out set it keeps the last iterate.
+    """
+
+    def __init__(self, score, patience):
+        self.score, self.patience = score, patience
+        self.scores = []
+        self.best_iteration, self.best_theta, self.best_state = 0, None, None
+
+    def __call__(self, iteration, theta, state=None):
+        if self.score is None:
+            self.best_iteration, self.best_theta, self.best_state = iteration, theta, state
+            return {}
+        value = float(self.score(theta, state))
+        self.scores.append(value)
+        if iteration == 0:
+            self.start_theta, self.start_state = np.array(theta), state
+        if self.best_theta is None or value > self.scores[self.best_iteration]:
+            self.best_iteration, self.best_theta, self.best_state = (
+                iteration, np.array(theta), state)
+        entry = {"validation_score": value}
+        if self.patience and iteration - self.best_iteration >= self.patience:
+            raise StopIteration(
+                "no_improvement",
+                f"stopped: no better validation score in {self.patience} iterations", entry)
+        return entry
+
+
+class _HeldOut:
+    """Held-out labelled sequences and the scorer that rates an iterate on them.
+
+    ``in_fold``: they are a cross-validation fold's held-out sequences, which an estimator
+    may have among the unlabelled sequences of that fold's fit (graph-PR's transductive
+    labels, `SemiSupervisedPath._held_out_predictor`); otherwise (a dev set) the iterate's
+    weights label them.
+    """
+
+    def __init__(self, sequences, gold, scorer, in_fold=False):
+        self.sequences, self.gold, self.scorer_ = sequences, gold, scorer
+        self.in_fold = in_fold
+
+    def scorer(self, estimator, fold):
+        """``(theta, state=None) -> score`` on the held-out set."""
+        view = copy.copy(estimator)
+        predictor = estimator._held_out_predictor(fold) if self.in_fold else None
+
+        def score(theta, state=None):
+            if predictor is not None and state is not None:
+                return self.scorer_(_Predictions(predictor(state)), self.sequences, self.gold)
+            view._set_weight_blocks(fold.layout.blocks(theta))
+            return self.scorer_(view, self.sequences, self.gold)
+
+        return score
+
+
+class _Predictions:
+    """Stands for an estimator whose ``predict`` of the held-out set is known."""
+
+    def __init__(self, labels):
+        self.labels = labels
+
+    def predict(self, X):
+        return self.labels
+
+
+def _candidates(name, value, auto):
+    """The values a selectable setting may take: the 'auto' candidates, a given list, or
+    one fixed value."""
+    if isinstance(value, str):
+        return tuple(auto)
+    if isinstance(value, (list, tuple)):
+        if not value or not all(isinstance(v, Real) and np.isfinite(v) and v >= 0
+                                for v in value):
+            raise ValueError(f"{name} must be a non-negative number, 'auto', or a non-empty "
+                             f"list of non-negative numbers to choose from; got {value!r}")
+        return tuple(float(v) for v in value)
+    return (value,)
+
+
+def spread_folds(ids, n_folds, random_state=None):
+    """``n_folds`` folds in which the copies of each id go to different folds.
+
+    The sequences are shuffled, grouped by id (the groups in random order) and dealt to the
+    folds in turn, so fold sizes differ by at most one and no id with at most ``n_folds``
+    copies is held out whole: with a few labelled copies of each word (handwriting), every
+    fold's training part still holds each word. Without repeated ids this is a shuffled
+    k-fold split.
+
+    Returns
+    -------
+    splits : list of (train, held) index arrays
+    """
+    rng = check_random_state(random_state)
+    ids = np.asarray(ids)
+    shuffled = rng.permutation(len(ids))
+    group_order = rng.permutation(ids.max() + 1)
+    dealt = shuffled[np.argsort(group_order[ids[shuffled]], kind="stable")]
+    fold = np.empty(len(ids), dtype=np.intp)
+    fold[dealt] = np.arange(len(ids)) % n_folds
+    return [(np.flatnonzero(fold != k), np.flatnonzero(fold == k)) for k in range(n_folds)]
+
+
+def _label_sequence_ids(labels):
+    """An integer id per label sequence, equal for equal sequences."""
+    index = {}
+    return np.array([index.setdefault(tuple(sequence), len(index)) for sequence in labels])
+
+
+def _first_best(values):
+    """Index of the largest value, the first one on ties."""
+    return int(np.flatnonzero(values == values.max())[0])
+
+
+def _padded(scores, length):
+    return scores + [scores[-1]] * (length - len(scores))
+
+
+def describe_settings(settings):
+    """``name=value, ...`` of a dict of settings, for progress lines and summaries."""
+    return ", ".join(f"{name}={value}" if value is None else f"{name}={value:g}"
+                     for name, value in settings.items())
+
+
+def _results(penalties, penalty_scores, scores, strengths, paths, priors):
+    """`cv_results_`, in `GridSearchCV`'s form: one row per prior candidate when there
+    were several (supervised, iteration 0), then one per strength candidate at the chosen
+    ``priors`` and its best mean number of iterations (``n_iter``), from ``scores`` (per
+    strength, per held-out set, the score at each iteration), unless it is empty (an
+    estimator without a semi-supervised phase)."""
+    params, split_scores = [], []
+    if len(penalties) > 1:
+        for candidate, penalty_split_scores in zip(penalties, penalty_scores):
+            params.append({**candidate, "n_iter": 0})
+            split_scores.append(penalty_split_scores)
+    for strength, strength_scores, path in zip(strengths, scores, paths):
+        n_iter = int(np.argmax(path))
+        params.append({**priors, **strength, "n_iter": n_iter})
+        split_scores.append([_padded(run_scores, n_iter + 1)[n_iter]
+                             for run_scores in strength_scores])
+    split_scores = np.array(split_scores)
+    mean = split_scores.mean(axis=1)
+    results = {"params": params, "mean_test_score": mean,
+               "std_test_score": split_scores.std(axis=1),
+               "rank_test_score": 1 + np.argsort(np.argsort(-mean, kind="stable"),
+                                                 kind="stable")}
+    for k in range(split_scores.shape[1]):
+        results[f"split{k}_test_score"] = split_scores[:, k]
+    return results

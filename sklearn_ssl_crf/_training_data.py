@@ -1,0 +1,82 @@
+"""What the training path (`_training.SemiSupervisedPath`) passes between its steps: the
+training data as an estimator prepares it (`Problem`), one fold's labelled part at fixed
+priors (`Fold`), what a semi-supervised phase returns (`Phase`) and one run from a
+supervised start (`_Run`).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._selection import _Iterates
+
+
+@dataclass
+class Phase:
+    """What a semi-supervised phase returns: the last iterate (and the estimator's state
+    with it, such as graph-PR's q), its log, iterations run and why it stopped (a token:
+    'converged', 'max_iter', 'no_improvement', ..., None when no iteration ran; and in
+    words)."""
+
+    theta: np.ndarray
+    log: list
+    n_iter: int
+    termination_condition: str = None
+    message: str = ""
+    state: object = None
+
+
+@dataclass
+class Problem:
+    """The training data as an estimator's `_prepare` returns it: the labelled sequences
+    (a `SequenceMatrix`), their labels and label codes (one list or array per sequence),
+    and whatever the estimator keeps of its own (unlabelled chunks, a graph) in ``extra``."""
+
+    labelled: object
+    labels: list
+    codes: list
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_labelled(self):
+        return len(self.labels)
+
+
+@dataclass
+class Fold:
+    """The labelled part of one training run at fixed priors: the estimator's `_fold` fills
+    ``labelled`` (packed labelled sequences) and ``layout``, and anything of its own in
+    ``extra``; `SemiSupervisedPath._set_priors` the priors."""
+
+    labelled: object
+    layout: object
+    c1: float = 0.0
+    c2: float = 1.0
+    c2_transitions: float = None
+    extra: dict = field(default_factory=dict)
+
+    def l2_strengths(self):
+        """The L2 strength of every weight at the fold's priors."""
+        return self.layout.l2_strengths(self.c2, self.c2_transitions)
+
+
+@dataclass
+class _Run:
+    fold: Fold
+    supervised: object
+    result: Phase
+    iterates: _Iterates
+
+
+def logging_callback(on_iteration, parts):
+    """An L-BFGS callback that logs the dict ``parts`` (filled by the objective) with what
+    ``on_iteration`` returns, and passes its ``StopIteration`` on with them."""
+
+    def callback(iteration, theta):
+        try:
+            return dict(parts, **on_iteration(iteration, theta))
+        except StopIteration as stop:
+            reason, message, entry = stop.args
+            raise StopIteration(reason, message, dict(parts, **entry))
+
+    return callback
