@@ -120,7 +120,8 @@ class CRF(BaseCRF):
 
     See Also
     --------
-    SequenceVectorizer : featurizer for pipelines.
+    SequenceVectorizer : Featurizer for pipelines.
+    CRFCV : The same CRF with ``c1`` and ``c2`` chosen on held-out data.
 
     Examples
     --------
@@ -190,6 +191,7 @@ class CRF(BaseCRF):
         Parameters
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
+            The training sequences.
         y : list of label sequences
             Sequences whose labels are None are unlabelled; a supervised CRF skips them.
         X_dev, y_dev : optional
@@ -199,6 +201,7 @@ class CRF(BaseCRF):
         Returns
         -------
         self : CRF
+            The fitted estimator.
         """
         _check_dev_pair(X_dev, y_dev)
         data = self._packed_training_data(X, y)

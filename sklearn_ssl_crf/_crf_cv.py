@@ -23,14 +23,39 @@ class CRFCV(SemiSupervisedPath):
         L1 strength; 'auto': chosen among 0 and 0.1; a list: chosen among its values.
     c2 : float, list of float or 'auto', default='auto'
         L2 strength; 'auto': chosen among 1, 0.1, 0.01 and 0.001.
+    cv : int, cross-validation generator or iterable, default=5
+        As in `EntropyRegularizedCRF`.
+    scoring : None, str or callable, default=None
+        As in `EntropyRegularizedCRF`.
+    random_state : int, RandomState instance or None, default=None
+        As in `EntropyRegularizedCRF`.
+    algorithm : {'lbfgs'}, default='lbfgs'
+        As in `CRF`.
+    order : {1, 2}, default=1
+        As in `CRF`.
     c2_transitions : float, list of float, None or 'auto', default='auto'
         L2 strength of the transition weights (as in `CRF`; None: ``c2``). 'auto': None
         at order 1; at order 2 chosen among None, 0.01 and 0.001 (a second-order chain's
         many transition weights want a weaker prior than its emissions).
-    cv, scoring, random_state
-        As in `EntropyRegularizedCRF`.
-    algorithm, order, max_iterations, num_memories, epsilon, period, \
-delta, min_freq, all_possible_states, all_possible_transitions, verbose, n_jobs
+    max_iterations : int, default=None
+        As in `CRF`.
+    num_memories : int, default=6
+        As in `CRF`.
+    epsilon : float, default=1e-5
+        As in `CRF`.
+    period : int, default=10
+        As in `CRF`.
+    delta : float, default=1e-5
+        As in `CRF`.
+    min_freq : float, default=0
+        As in `CRF`.
+    all_possible_states : bool, default=True
+        As in `CRF`.
+    all_possible_transitions : bool, default=True
+        As in `CRF`.
+    verbose : bool, default=False
+        As in `CRF`.
+    n_jobs : int, default=None
         As in `CRF`.
 
     Attributes
@@ -47,7 +72,8 @@ training_log_, termination_condition_, vectorizer_
 
     See Also
     --------
-    CRF : fixed priors, sklearn-crfsuite's defaults.
+    CRF : Fixed priors, sklearn-crfsuite's defaults.
+    EntropyRegularizedCRF : The semi-supervised CRF whose supervised start this is.
 
     Examples
     --------
@@ -108,7 +134,9 @@ training_log_, termination_condition_, vectorizer_
         Parameters
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
-        y : list of label sequences (None: an unlabelled sequence, skipped)
+            The training sequences.
+        y : list of label sequences
+            The labels of ``X``; None marks an unlabelled sequence, which is skipped.
         X_dev, y_dev : optional
             A development set on which c1 and c2 are chosen instead of by
             cross-validation.
@@ -116,6 +144,7 @@ training_log_, termination_condition_, vectorizer_
         Returns
         -------
         self : CRFCV
+            The fitted estimator.
         """
         return self._fit_path(X, y, None, X_dev, y_dev)
 

@@ -74,7 +74,7 @@ class GraphPRCRF(SemiSupervisedPath):
         `SimilarityGraph` built for the sequences given to ``fit``, in that order (X, then
         X_unlabeled). See `sklearn_ssl_crf.graph`.
     n_neighbors : int, default=None
-        k of the k-NN graphs; None: 60 for 'trigram', 20 for 'knn'.
+        The k of the k-NN graphs; None: 60 for 'trigram', 20 for 'knn'.
     word_key : str, default='word.lower'
         The feature holding a token's word, for 'trigram' (what `WindowFeatures` writes).
     lam : float, list of float or 'auto', default='auto'
@@ -106,19 +106,52 @@ class GraphPRCRF(SemiSupervisedPath):
         How labels are read from a model: the best sequence, or the most probable label of
         each token (max marginals, as in the paper). Used by ``predict``, the dev scores
         and ``transduction_``.
-    c1, c2, c2_transitions, cv, scoring, early_stopping, random_state
+    c1 : float, list of float or 'auto', default='auto'
         As in `EntropyRegularizedCRF`.
-    tol : float, default=0.0
-        EM is kept only if its best mean held-out score beats the supervised start's by
-        more than this; the refit runs to the iteration of that best score.
+    c2 : float, list of float or 'auto', default='auto'
+        As in `EntropyRegularizedCRF`.
+    cv : int, cross-validation generator or iterable, default=5
+        As in `EntropyRegularizedCRF`.
+    scoring : None, str or callable, default=None
+        As in `EntropyRegularizedCRF`.
+    early_stopping : bool, default=True
+        As in `EntropyRegularizedCRF`.
     n_iter_no_change : int or None, default=5
         A held-out run stops after this many EM iterations without a better score (on
         handwriting the held-out error still fell after plateaus of 3 iterations).
-    algorithm, order, max_iterations, num_memories, epsilon, period, \
-delta, min_freq, all_possible_states, all_possible_transitions, verbose
-        As in `CRF`; they apply to the supervised start and to every M-step
-        (``max_iterations`` bounds each; see also ``mstep_iterations``). ``verbose`` also
-        prints one line per EM iteration.
+    tol : float, default=0.0
+        EM is kept only if its best mean held-out score beats the supervised start's by
+        more than this; the refit runs to the iteration of that best score.
+    random_state : int, RandomState instance or None, default=None
+        As in `EntropyRegularizedCRF`.
+    algorithm : {'lbfgs'}, default='lbfgs'
+        As in `CRF`. This and the L-BFGS settings below apply to the supervised start and
+        to every M-step.
+    order : {1, 2}, default=1
+        As in `CRF`.
+    c2_transitions : float, list of float, None or 'auto', default='auto'
+        L2 strength of the transition weights (as in `CRF`; None: ``c2``). 'auto': None
+        at order 1; at order 2 chosen among None, 0.01 and 0.001 (a second-order chain's
+        many transition weights want a weaker prior than its emissions).
+    max_iterations : int, default=None
+        As in `CRF`; it bounds the supervised start and each M-step (see also
+        ``mstep_iterations``).
+    num_memories : int, default=6
+        As in `CRF`.
+    epsilon : float, default=1e-5
+        As in `CRF`.
+    period : int, default=10
+        As in `CRF`.
+    delta : float, default=1e-5
+        As in `CRF`.
+    min_freq : float, default=0
+        As in `CRF`.
+    all_possible_states : bool, default=True
+        As in `CRF`.
+    all_possible_transitions : bool, default=True
+        As in `CRF`.
+    verbose : bool, default=False
+        As in `CRF`; also prints one line per EM iteration.
     n_jobs : int, default=None
         Worker processes over which the chunks of labelled and unlabelled sequences are
         spread, in the M-step and the E-step; the model is the same for any value.
@@ -161,8 +194,8 @@ vectorizer_
 
     See Also
     --------
-    GraphPropagation : the graph alone (transductive baseline).
-    EntropyRegularizedCRF : entropy and label-proportion regularisation.
+    GraphPropagation : The graph alone (transductive baseline).
+    EntropyRegularizedCRF : Entropy and label-proportion regularisation.
 
     Examples
     --------
@@ -265,7 +298,9 @@ vectorizer_
         Parameters
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
-        y : list of label sequences, None for an unlabelled sequence
+            The training sequences, labelled and unlabelled.
+        y : list of label sequences
+            The labels of ``X``; None marks an unlabelled sequence.
         X_unlabeled : iterable of sequences of the same kind as X, default=None
             More unlabelled sequences, held in memory whole, as X is (an iterator is
             read into a list): the similarity graph joins tokens across the whole corpus,
@@ -279,6 +314,7 @@ vectorizer_
         Returns
         -------
         self : GraphPRCRF
+            The fitted estimator.
         """
         return self._fit_path(X, y, X_unlabeled, X_dev, y_dev)
 

@@ -59,7 +59,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         are built by `sklearn_ssl_crf.graph.resolve_graph`; a given graph must have been
         built for the sequences passed to ``fit``, in that order (X, then X_unlabeled).
     n_neighbors : int, default=None
-        k of the mutual k-NN graph built; None: 60 for 'trigram', 20 for 'knn'.
+        The k of the mutual k-NN graph built; None: 60 for 'trigram', 20 for 'knn'.
     word_key : str, default='word.lower'
         The key of a token's word in the feature dicts, for 'trigram'.
     max_iterations : int, default=1000
@@ -90,8 +90,8 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
 
     See Also
     --------
-    GraphPRCRF : the graph as a posterior regulariser of a CRF.
-    sklearn.semi_supervised.LabelPropagation : the same idea for i.i.d. samples.
+    GraphPRCRF : The graph as a posterior regulariser of a CRF.
+    sklearn.semi_supervised.LabelPropagation : The same idea for i.i.d. samples.
 
     Examples
     --------
@@ -153,7 +153,9 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         Parameters
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
-        y : list of label sequences, None for an unlabelled sequence
+            The training sequences, labelled and unlabelled.
+        y : list of label sequences
+            The labels of ``X``; None marks an unlabelled sequence.
         X_unlabeled : iterable of sequences of the same kind as X, default=None
             More unlabelled sequences, appended after X, held in memory whole, as X is
             (an iterator is read into a list): the similarity graph joins tokens across
@@ -164,6 +166,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         Returns
         -------
         self : GraphPropagation
+            The fitted estimator.
         """
         X, y = concatenate_inputs(X, y, X_unlabeled)
         X = as_sequence_list(X)

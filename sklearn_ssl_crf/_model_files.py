@@ -46,6 +46,10 @@ def _is_skops(path):
 def save(model, path, *, info=None):
     """Write a fitted model (or any estimator, `~sklearn.pipeline.Pipeline`...) to a file.
 
+    The file holds the package and scikit-learn versions and ``info`` beside the model, so
+    that `load` can refuse a file of an incompatible version. The file is written beside
+    its destination and renamed over it: a failed save leaves an existing file as it was.
+
     Parameters
     ----------
     model : object
@@ -94,6 +98,10 @@ def save(model, path, *, info=None):
 def load(path, *, return_info=False):
     """Read a model written by `save`, checking that this version of the package can use it.
 
+    A file written by another major.minor release of the package is refused. A
+    ``*.skops`` file is read with skops, which creates only the types of this package and
+    those skops trusts by default.
+
     Parameters
     ----------
     path : str or path-like
@@ -123,6 +131,16 @@ def load(path, *, return_info=False):
     -----
     A joblib file is a pickle: loading it can run any code it holds, so load only files
     you trust. Its header (versions and info) is read and checked before the model.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from sklearn_ssl_crf import CRF, load, save
+    >>> X = [[{"word": "the"}, {"word": "cat"}]]
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tagger.joblib"
+    >>> save(CRF(max_iterations=10).fit(X, [["DT", "NN"]]), path)
+    >>> load(path).predict(X)
+    [['DT', 'NN']]
     """
     name = os.fspath(path)
     if _is_skops(name):

@@ -142,12 +142,21 @@ vectorizer_
 
     See Also
     --------
-    CRF : batch training by L-BFGS.
-    EntropyRegularizedCRF : the semi-supervised objective by L-BFGS.
+    CRF : Batch training by L-BFGS.
+    EntropyRegularizedCRF : The semi-supervised objective by L-BFGS.
 
     Notes
     -----
     `fit` keeps the weights of the epoch with the lowest loss, as CRFsuite does.
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf import NaturalGradientCRF
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
+    >>> y = [["DET", "NOUN"], ["DET", "NOUN"]]
+    >>> model = NaturalGradientCRF(c2=0.01, eta0=0.1, max_iterations=20, random_state=0)
+    >>> model.fit(X, y).predict([[{"w": "the"}, {"w": "cat"}]])
+    [['DET', 'NOUN']]
     """
 
     _parameter_constraints = {
@@ -238,8 +247,10 @@ vectorizer_
         Parameters
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
-        y : list of label sequences, None for an unlabelled sequence
-            Unlabelled sequences are used when ``gamma`` or ``proportion_weight`` is
+            The training sequences, labelled and unlabelled.
+        y : list of label sequences
+            The labels of ``X``; None marks an unlabelled sequence. Unlabelled sequences are
+            used when ``gamma`` or ``proportion_weight`` is
             positive, and skipped otherwise. Then training runs twice, as for
             `EntropyRegularizedCRF`: on the labelled sequences, then on all of them with the
             unlabelled terms, from the first phase's weights and continuing its schedule
@@ -256,6 +267,7 @@ vectorizer_
         Returns
         -------
         self : NaturalGradientCRF
+            The fitted estimator.
         """
         _check_dev_pair(X_dev, y_dev)
         sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
@@ -335,8 +347,9 @@ vectorizer_
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
             Attributes not seen before are added to the model (dict input).
-        y : list of label sequences, None for an unlabelled sequence
-        classes : list of labels
+        y : list of label sequences
+            The labels of ``X``; None marks an unlabelled sequence.
+        classes : list of labels, default=None
             Every label the model will ever see; required on the first call (as
             scikit-learn's online estimators), optional afterwards (then it must not change).
         X_unlabeled : iterable of sequences of the same kind as X, default=None
@@ -346,6 +359,7 @@ vectorizer_
         Returns
         -------
         self : NaturalGradientCRF
+            The fitted estimator.
         """
         first = not hasattr(self, "_trainer")
         if first:

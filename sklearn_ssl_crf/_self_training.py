@@ -30,17 +30,52 @@ class SelfTrainingCRF(SemiSupervisedPath):
     ----------
     max_rounds : int, default=10
         Maximum number of retraining rounds after the first supervised fit.
-    c1, c2, c2_transitions, cv, scoring, early_stopping, random_state
-        As in `EntropyRegularizedCRF`; ``c1`` and ``c2`` apply to every round.
+    c1 : float, list of float or 'auto', default='auto'
+        As in `EntropyRegularizedCRF`; it applies to every round.
+    c2 : float, list of float or 'auto', default='auto'
+        As in `EntropyRegularizedCRF`; it applies to every round.
+    cv : int, cross-validation generator or iterable, default=5
+        As in `EntropyRegularizedCRF`.
+    scoring : None, str or callable, default=None
+        As in `EntropyRegularizedCRF`.
+    early_stopping : bool, default=True
+        As in `EntropyRegularizedCRF`.
     n_iter_no_change : int or None, default=2
         A held-out run stops after this many rounds without a better score.
     tol : float, default=0.01
         Self-training is kept only if its best mean held-out score beats the supervised
         CRF's by at least this (it was 2-4 span F1 points worse on BC2GM); the refit runs
         to the round of that best score.
-    algorithm, order, max_iterations, num_memories, epsilon, period, \
-delta, min_freq, all_possible_states, all_possible_transitions, verbose, n_jobs
-        As in `CRF`, for every round.
+    random_state : int, RandomState instance or None, default=None
+        As in `EntropyRegularizedCRF`.
+    algorithm : {'lbfgs'}, default='lbfgs'
+        As in `CRF`. This and the settings below apply to every round.
+    order : {1, 2}, default=1
+        As in `CRF`.
+    c2_transitions : float, list of float, None or 'auto', default='auto'
+        L2 strength of the transition weights (as in `CRF`; None: ``c2``). 'auto': None
+        at order 1; at order 2 chosen among None, 0.01 and 0.001 (a second-order chain's
+        many transition weights want a weaker prior than its emissions).
+    max_iterations : int, default=None
+        As in `CRF`.
+    num_memories : int, default=6
+        As in `CRF`.
+    epsilon : float, default=1e-5
+        As in `CRF`.
+    period : int, default=10
+        As in `CRF`.
+    delta : float, default=1e-5
+        As in `CRF`.
+    min_freq : float, default=0
+        As in `CRF`.
+    all_possible_states : bool, default=True
+        As in `CRF`.
+    all_possible_transitions : bool, default=True
+        As in `CRF`.
+    verbose : bool, default=False
+        As in `CRF`.
+    n_jobs : int, default=None
+        As in `CRF`.
 
     Attributes
     ----------
@@ -65,6 +100,22 @@ delta, min_freq, all_possible_states, all_possible_transitions, verbose, n_jobs
 trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
 vectorizer_
         As in `CRF`.
+
+    See Also
+    --------
+    EntropyRegularizedCRF : Entropy regularisation, the settings chosen the same way.
+    CRFCV : The supervised CRF with its priors chosen the same way.
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf import SelfTrainingCRF
+    >>> from sklearn_ssl_crf.datasets import make_sequences
+    >>> X, y = make_sequences(30, features="dict", random_state=0)
+    >>> model = SelfTrainingCRF(c1=0.0, c2=0.1, max_rounds=3, early_stopping=False)
+    >>> model.fit(X[:10], y[:10], X_unlabeled=X[10:])
+    SelfTrainingCRF(c1=0.0, c2=0.1, early_stopping=False, max_rounds=3)
+    >>> model.rounds_[0]["round"], model.n_iter_ <= 3
+    (0, True)
     """
 
     _phase_cap_name = "max_rounds"
@@ -120,7 +171,9 @@ vectorizer_
         Parameters
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
-        y : list of label sequences, None for an unlabelled sequence
+            The training sequences, labelled and unlabelled.
+        y : list of label sequences
+            The labels of ``X``; None marks an unlabelled sequence.
         X_unlabeled : iterable of sequences of the same kind as X, default=None
             More unlabelled sequences: a list, or any iterable such as a generator, read
             once and featurised 2,000 sequences at a time, as in `EntropyRegularizedCRF`.
@@ -132,6 +185,7 @@ vectorizer_
         Returns
         -------
         self : SelfTrainingCRF
+            The fitted estimator.
         """
         return self._fit_path(X, y, X_unlabeled, X_dev, y_dev)
 

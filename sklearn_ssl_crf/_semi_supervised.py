@@ -25,8 +25,7 @@ __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]
 
 
 class EntropyRegularizedCRF(SemiSupervisedPath):
-    """Linear-chain CRF trained with entropy regularisation on unlabelled sequences, choosing
-    its own settings.
+    """Linear-chain CRF trained with entropy regularisation, choosing its own settings.
 
     The entropy gradient is computed with the entropy lattices of Mann & McCallum (2007),
     in O(n S^2) per sequence, the cost of forward-backward. A label-proportion term
@@ -67,10 +66,6 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
         L1 strength (as in `CRF`); 'auto': chosen among 0 and 0.1.
     c2 : float, list of float or 'auto', default='auto'
         L2 strength (as in `CRF`); 'auto': chosen among 1, 0.1, 0.01 and 0.001.
-    c2_transitions : float, list of float, None or 'auto', default='auto'
-        L2 strength of the transition weights (as in `CRF`; None: ``c2``). 'auto': None
-        at order 1; at order 2 chosen among None, 0.01 and 0.001 (a second-order chain's
-        many transition weights want a weaker prior than its emissions).
     cv : int, cross-validation generator or iterable, default=5
         The folds of the labelled sequences that selection holds out in turn when no
         ``X_dev`` is given: an int k gives k shuffled folds (``random_state``) that put the
@@ -98,10 +93,33 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
         Shuffles the folds of ``cv`` (an int).
     semi_supervised_iterations : int or None, default=100
         Maximum L-BFGS iterations of the semi-supervised phase (None: to convergence).
-    algorithm, order, max_iterations, num_memories, epsilon, period, \
-delta, min_freq, all_possible_states, all_possible_transitions, verbose
-        As in `CRF`; ``max_iterations`` bounds every L-BFGS run (the supervised start and
-        the semi-supervised phase).
+    algorithm : {'lbfgs'}, default='lbfgs'
+        As in `CRF`.
+    order : {1, 2}, default=1
+        As in `CRF`.
+    c2_transitions : float, list of float, None or 'auto', default='auto'
+        L2 strength of the transition weights (as in `CRF`; None: ``c2``). 'auto': None
+        at order 1; at order 2 chosen among None, 0.01 and 0.001 (a second-order chain's
+        many transition weights want a weaker prior than its emissions).
+    max_iterations : int, default=None
+        As in `CRF`; it bounds every L-BFGS run (the supervised start and the
+        semi-supervised phase).
+    num_memories : int, default=6
+        As in `CRF`.
+    epsilon : float, default=1e-5
+        As in `CRF`.
+    period : int, default=10
+        As in `CRF`.
+    delta : float, default=1e-5
+        As in `CRF`.
+    min_freq : float, default=0
+        As in `CRF`.
+    all_possible_states : bool, default=True
+        As in `CRF`.
+    all_possible_transitions : bool, default=True
+        As in `CRF`.
+    verbose : bool, default=False
+        As in `CRF`.
     n_jobs : int, default=None
         Worker processes over which the chunks of labelled and unlabelled sequences are
         spread; the model is the same for any value.
@@ -147,8 +165,8 @@ vectorizer_
 
     See Also
     --------
-    SemiSupervisedCRF : the same objective with Jiao et al.'s covariance-form gradient.
-    CRFCV : the supervised CRF with its priors chosen the same way.
+    SemiSupervisedCRF : The same objective with Jiao et al.'s covariance-form gradient.
+    CRFCV : The supervised CRF with its priors chosen the same way.
 
     Examples
     --------
@@ -231,7 +249,9 @@ vectorizer_
         Parameters
         ----------
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
-        y : list of label sequences, None for an unlabelled sequence
+            The training sequences, labelled and unlabelled.
+        y : list of label sequences
+            The labels of ``X``; None marks an unlabelled sequence.
         X_unlabeled : iterable of sequences of the same kind as X, default=None
             More unlabelled sequences: a list, or any iterable such as a generator, which
             is read once and featurised 2,000 sequences at a time, so that they are never
@@ -245,6 +265,7 @@ vectorizer_
         Returns
         -------
         self : EntropyRegularizedCRF
+            The fitted estimator.
         """
         return self._fit_path(X, y, X_unlabeled, X_dev, y_dev)
 
@@ -302,22 +323,66 @@ vectorizer_
 
 
 class SemiSupervisedCRF(EntropyRegularizedCRF):
-    """Jiao et al. (2006)'s semi-supervised CRF: entropy regularisation with the
-    covariance-form gradient (O(n^2 S^3) per sequence).
+    """Semi-supervised CRF of Jiao et al. (2006), with the covariance-form entropy gradient.
 
     The same estimator as `EntropyRegularizedCRF` with ``entropy_gradient='covariance'`` by
-    default: the published method, slower by a factor of about n S, with the same results.
+    default: the published method, whose gradient costs O(n^2 S^3) per sequence, slower by
+    a factor of about n S, with the same results.
     The covariance form is first-order only (``order=1``).
 
     Parameters
     ----------
+    gamma : float, list of float or 'auto', default='auto'
+        As in `EntropyRegularizedCRF`.
+    proportion_weight : float, list of float or 'auto', default='auto'
+        As in `EntropyRegularizedCRF`.
+    label_proportions : dict or None, default=None
+        As in `EntropyRegularizedCRF`.
     entropy_gradient : {'lattice', 'covariance'}, default='covariance'
         As in `EntropyRegularizedCRF`, whose default is 'lattice'.
-    gamma, proportion_weight, label_proportions, c1, c2, cv, scoring, early_stopping, \
-n_iter_no_change, tol, random_state, semi_supervised_iterations, algorithm, order, \
-c2_transitions, max_iterations, num_memories, epsilon, period, delta, min_freq, \
-all_possible_states, \
-all_possible_transitions, verbose, n_jobs
+    c1 : float, list of float or 'auto', default='auto'
+        As in `EntropyRegularizedCRF`.
+    c2 : float, list of float or 'auto', default='auto'
+        As in `EntropyRegularizedCRF`.
+    cv : int, cross-validation generator or iterable, default=5
+        As in `EntropyRegularizedCRF`.
+    scoring : None, str or callable, default=None
+        As in `EntropyRegularizedCRF`.
+    early_stopping : bool, default=True
+        As in `EntropyRegularizedCRF`.
+    n_iter_no_change : int or None, default=15
+        As in `EntropyRegularizedCRF`.
+    tol : float, default=0.01
+        As in `EntropyRegularizedCRF`.
+    random_state : int, RandomState instance or None, default=None
+        As in `EntropyRegularizedCRF`.
+    semi_supervised_iterations : int or None, default=100
+        As in `EntropyRegularizedCRF`.
+    algorithm : {'lbfgs'}, default='lbfgs'
+        As in `EntropyRegularizedCRF`.
+    order : {1, 2}, default=1
+        As in `EntropyRegularizedCRF`; 2 needs ``entropy_gradient='lattice'``.
+    c2_transitions : float, list of float, None or 'auto', default='auto'
+        As in `EntropyRegularizedCRF`.
+    max_iterations : int, default=None
+        As in `EntropyRegularizedCRF`.
+    num_memories : int, default=6
+        As in `EntropyRegularizedCRF`.
+    epsilon : float, default=1e-5
+        As in `EntropyRegularizedCRF`.
+    period : int, default=10
+        As in `EntropyRegularizedCRF`.
+    delta : float, default=1e-5
+        As in `EntropyRegularizedCRF`.
+    min_freq : float, default=0
+        As in `EntropyRegularizedCRF`.
+    all_possible_states : bool, default=True
+        As in `EntropyRegularizedCRF`.
+    all_possible_transitions : bool, default=True
+        As in `EntropyRegularizedCRF`.
+    verbose : bool, default=False
+        As in `EntropyRegularizedCRF`.
+    n_jobs : int, default=None
         As in `EntropyRegularizedCRF`.
 
     Attributes
@@ -330,7 +395,20 @@ transition_features_, size_, termination_condition_, vectorizer_
 
     See Also
     --------
-    EntropyRegularizedCRF : the same objective with Mann & McCallum's faster gradient.
+    EntropyRegularizedCRF : The same objective with Mann & McCallum's faster gradient.
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf import SemiSupervisedCRF
+    >>> from sklearn_ssl_crf.datasets import make_sequences
+    >>> X, y = make_sequences(40, features="dict", random_state=0)
+    >>> model = SemiSupervisedCRF(c1=0.0, c2=0.1, gamma=0.1, proportion_weight=10.0,
+    ...                           early_stopping=False, semi_supervised_iterations=5)
+    >>> model.fit(X[:10], y[:10], X_unlabeled=X[10:])
+    SemiSupervisedCRF(c1=0.0, c2=0.1, early_stopping=False, gamma=0.1,
+                      proportion_weight=10.0, semi_supervised_iterations=5)
+    >>> model.n_iter_ <= 5
+    True
     """
 
     def __init__(

@@ -16,6 +16,10 @@ __all__ = ["SequenceMatrix", "UnlabeledSequences"]
 class SequenceMatrix:
     """Featurised sequences: a CSR matrix of tokens plus sequence boundaries.
 
+    All tokens of all sequences are rows of one CSR matrix (tokens x attributes), the
+    sequences one after the other; ``offsets`` marks where each sequence starts. Every
+    estimator accepts it as ``X``, and `SequenceVectorizer` and `WindowRows` produce it.
+
     Parameters
     ----------
     matrix : scipy.sparse matrix of shape (n_tokens, n_attributes)
@@ -34,11 +38,29 @@ class SequenceMatrix:
     offsets : ndarray of int64
     feature_names : ndarray of object or None
 
+    See Also
+    --------
+    SequenceVectorizer : Turns feature dicts into a `SequenceMatrix`.
+    WindowRows : Turns sequences of rows of numbers into a `SequenceMatrix`.
+
     Notes
     -----
     The object has ``len`` and integer/slice/array indexing over sequences, but no ``shape``:
     scikit-learn's cross-validation then splits it like a list (yielding per-sequence CSR
     matrices, which every estimator here accepts).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sklearn_ssl_crf import SequenceMatrix
+    >>> X = SequenceMatrix(sp.csr_matrix(np.eye(3)), offsets=[0, 2, 3])
+    >>> X
+    <SequenceMatrix of 2 sequences, 3 tokens, 3 attributes>
+    >>> len(X), X.lengths.tolist()
+    (2, [2, 1])
+    >>> X[1].toarray()
+    array([[0., 0., 1.]])
     """
 
     def __init__(self, matrix, offsets, feature_names=None):
@@ -134,8 +156,7 @@ def _concatenated_ranges(starts, lengths):
 
 
 class UnlabeledSequences:
-    """Unlabelled sequences for ``fit(..., X_unlabeled=...)`` that every fit of a
-    scikit-learn search reads whole.
+    """Unlabelled sequences for ``fit(..., X_unlabeled=...)`` that a search passes whole.
 
     `~sklearn.model_selection.GridSearchCV` and `~sklearn.model_selection.cross_validate`
     split every fit parameter that has as many items as X together with X: a list of
@@ -148,6 +169,11 @@ class UnlabeledSequences:
     sequences : list of sequences, SequenceMatrix, or re-iterable
         What ``X_unlabeled`` would otherwise be; it must give its sequences at every
         iteration (not a one-shot iterator such as a generator).
+
+    See Also
+    --------
+    EntropyRegularizedCRF : An estimator whose ``fit`` takes ``X_unlabeled``.
+    sklearn.model_selection.GridSearchCV : The search that would split a plain list.
 
     Examples
     --------

@@ -23,6 +23,9 @@ def _load_splits(data_dir, filenames, reader, **kwargs):
 def load_conll2000(data_dir):
     """Load the CoNLL-2000 chunking corpus from a folder holding ``train.txt``/``test.txt``.
 
+    Each file is read with `read_columns`: one token per line (``word POS chunk``), a blank
+    line between sentences. A split whose file is missing is left out.
+
     Parameters
     ----------
     data_dir : str or path-like
@@ -33,6 +36,11 @@ def load_conll2000(data_dir):
     splits : dict
         ``{"train": (sequences, labels), "test": (sequences, labels)}`` for the files
         present; tokens are ``(word, POS)`` tuples, labels are chunk tags such as ``"B-NP"``.
+
+    See Also
+    --------
+    read_columns : Reads one file of the corpus.
+    load_bc2gm : Loads the BC2GM gene-mention corpus.
 
     Examples
     --------
@@ -46,6 +54,10 @@ def load_conll2000(data_dir):
 def load_bc2gm(data_dir):
     """Load the BioCreative II gene-mention corpus (IOB form) from a folder of ``.tsv`` files.
 
+    Each file is read with `read_columns`, its fields separated by tabs: one
+    ``token<TAB>tag`` per line, a blank line between sentences. A split whose file is
+    missing is left out.
+
     Parameters
     ----------
     data_dir : str or path-like
@@ -56,6 +68,11 @@ def load_bc2gm(data_dir):
     splits : dict
         ``{"train": ..., "devel": ..., "test": ...}`` of ``(sequences, labels)`` for the files
         present; tokens are str, labels are ``"B-GENE"``, ``"I-GENE"`` or ``"O"``.
+
+    See Also
+    --------
+    read_columns : Reads one file of the corpus.
+    load_conll2000 : Loads the CoNLL-2000 chunking corpus.
 
     Examples
     --------
@@ -69,6 +86,9 @@ def load_bc2gm(data_dir):
 def load_ud_english_ewt(data_dir, column="upos"):
     """Load Universal Dependencies English-EWT words and part-of-speech tags.
 
+    Each file is read with `read_conllu`, keeping the word forms and the tags of
+    ``column``. A split whose file is missing is left out.
+
     Parameters
     ----------
     data_dir : str or path-like
@@ -81,6 +101,10 @@ def load_ud_english_ewt(data_dir, column="upos"):
     splits : dict
         ``{"train": ..., "dev": ..., "test": ...}`` of ``(sequences, labels)`` for the files
         present; tokens are the word forms.
+
+    See Also
+    --------
+    read_conllu : Reads one CoNLL-U file.
 
     Examples
     --------

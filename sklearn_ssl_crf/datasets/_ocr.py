@@ -180,6 +180,9 @@ class _OcrChains:
 def load_ocr(data_dir):
     """Load the OCR handwritten letters, split by cross-validation fold.
 
+    The file is read with `read_ocr_letters`; its words are then grouped by the fold
+    each belongs to.
+
     Parameters
     ----------
     data_dir : str or path-like
@@ -192,6 +195,10 @@ def load_ocr(data_dir):
         ``{fold: (images, labels)}`` for each fold in the file, in increasing order: per word,
         its (n_letters, 128) uint8 pixel array and its list of letters (see
         `read_ocr_letters`).
+
+    See Also
+    --------
+    read_ocr_letters : Reads the file, with the fold of every word.
 
     Examples
     --------

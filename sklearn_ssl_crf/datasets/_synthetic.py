@@ -213,6 +213,10 @@ def make_sequences(
         shape (n_labels,)), ``"transition_proba"`` (shape (n_labels, n_labels), row = from),
         ``"emission_proba"`` (shape (n_labels, vocabulary_size)).
 
+    See Also
+    --------
+    load_conll2000 : A real chunking corpus in the same form (tokens, BIO tags).
+
     Examples
     --------
     >>> from sklearn_ssl_crf.datasets import make_sequences

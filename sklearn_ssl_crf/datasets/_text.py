@@ -115,6 +115,12 @@ def read_columns(path, columns=None, label_column=-1, sep=None, encoding="utf-8"
         (the message names the file and the line number), or if a requested column does not
         exist.
 
+    See Also
+    --------
+    read_column_fields : The fields of every token, no label split.
+    read_conllu : Reads CoNLL-U files.
+    load_conll2000 : Reads the CoNLL-2000 corpus with this function.
+
     Examples
     --------
     >>> import io
@@ -167,6 +173,10 @@ def read_column_fields(path, sep=None, encoding="utf-8"):
     ValueError
         If a line has a different number of fields than the first token line, or a byte is
         not valid in ``encoding`` (the message names the file and the line number).
+
+    See Also
+    --------
+    read_columns : Splits the fields into tokens and labels.
 
     Examples
     --------
@@ -235,6 +245,11 @@ def read_conllu(path, column="upos", encoding="utf-8"):
         tag is ``_`` (no tag; the message names the file and the line number), or if
         ``column`` is unknown.
 
+    See Also
+    --------
+    read_columns : Reads column-formatted files.
+    load_ud_english_ewt : Reads UD English-EWT with this function.
+
     Examples
     --------
     >>> import io
@@ -299,6 +314,10 @@ def read_text(path, encoding="utf-8"):
         If a byte of the file is not valid in ``encoding`` (the message names the file and
         the line number).
 
+    See Also
+    --------
+    iter_text : The same, lazily, one sentence at a time.
+
     Examples
     --------
     >>> import io
@@ -334,6 +353,10 @@ def iter_text(path, encoding="utf-8"):
     ValueError
         When the line being read holds a byte that is not valid in ``encoding`` (the
         message names the file and the line number).
+
+    See Also
+    --------
+    read_text : The same as a list.
 
     Examples
     --------

@@ -134,16 +134,18 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         return Xs
 
     def fit_transform_stream(self, X, stream, block_size=2000):
-        """Learn the vocabulary from X and a stream of more sequences, and featurise both,
-        holding at most ``block_size`` sequences of the stream as dicts at a time.
+        """Learn the vocabulary from X and a stream of more sequences, and featurise both.
 
-        The same vocabulary and rows as ``fit_transform`` of X followed by the stream's
+        At most ``block_size`` sequences of the stream are held as dicts at a time. The
+        same vocabulary and rows as ``fit_transform`` of X followed by the stream's
         sequences; the stream is read once, so it may be a generator.
 
         Parameters
         ----------
         X : iterable of sequences of token dicts
+            The first sequences, featurised into one matrix.
         stream : iterable of sequences of token dicts
+            More sequences, read once (it may be a generator), featurised in blocks.
         block_size : int, default=2000
             Sequences of ``stream`` featurised at a time.
 
@@ -207,12 +209,15 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         return featurised[0], featurised[1:]
 
     def extend_transform(self, X):
-        """Add the attributes of X not yet in the vocabulary, as new columns after the
-        existing ones, and featurise X; for streaming training (``partial_fit``).
+        """Add the attributes of X not yet in the vocabulary, and featurise X.
+
+        The new attributes become new columns after the existing ones; for streaming
+        training (``partial_fit``). Before any fit, this is `fit_transform`.
 
         Parameters
         ----------
         X : iterable of sequences of token dicts
+            The sequences to featurise.
 
         Returns
         -------

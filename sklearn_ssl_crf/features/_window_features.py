@@ -205,6 +205,7 @@ class WindowFeatures(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         self : WindowFeatures
+            The fitted transformer.
         """
         self._check_params()
         if self.clusters is None:

@@ -39,14 +39,14 @@ class _StatelessTransformer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
 
 
 class WindowRows(_StatelessTransformer):
-    """Window features from sequences of feature vectors: each token's row and its
-    neighbours' rows side by side.
+    """Window features from sequences of feature vectors.
 
-    The matrix-input counterpart of `WindowFeatures`: where a token is already a row of
-    numbers (the 128 pixels of a letter image, an embedding), the features of token ``t``
-    are a bias, the rows of tokens ``t - window .. t + window`` of the same sequence, and
-    markers of the sequence ends. For handwriting this gives "pixel indicators of the letter
-    and its neighbours" as CRF features.
+    A token's features are its row and its neighbours' rows side by side. The matrix-input
+    counterpart of `WindowFeatures`: where a token is already a row of numbers (the 128
+    pixels of a letter image, an embedding), the features of token ``t`` are a bias, the rows
+    of tokens ``t - window .. t + window`` of the same sequence, and markers of the sequence
+    ends. For handwriting this gives "pixel indicators of the letter and its neighbours" as
+    CRF features.
 
     With ``d`` input columns, row ``t`` of a sequence's output has, in this order:
 

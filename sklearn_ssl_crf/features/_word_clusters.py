@@ -172,6 +172,7 @@ class WordClusters(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         self : WordClusters
+            The fitted transformer.
         """
         n_clusters = _positive_ints(self.n_clusters, "n_clusters")
         path_lengths = _positive_ints(self.path_lengths, "path_lengths", allow_empty=True)
@@ -303,11 +304,18 @@ class WordClusters(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         return vectors
 
     def get_feature_names_out(self, input_features=None):
-        """Names of the cluster features: ``"cluster<k>"`` then ``"path<length>"``.
+        """Get the names of the cluster features: ``"cluster<k>"`` then ``"path<length>"``.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Ignored: the names do not depend on the input.
 
         Returns
         -------
         names : ndarray of str
+            One ``"cluster<k>"`` per number of clusters, then one ``"path<length>"`` per
+            path length.
         """
         check_is_fitted(self, "labels_")
         names = [f"cluster{k}" for k in self.n_clusters_]
@@ -315,9 +323,18 @@ class WordClusters(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         return np.asarray(names, dtype=object)
 
     def word_features(self, word):
-        """The cluster feature values of ``word``, a tuple of str (None if unknown).
+        """Get the cluster feature values of a word.
 
-        One value per name of `get_feature_names_out`.
+        Parameters
+        ----------
+        word : str
+            The word (lowercased first when ``lowercase``).
+
+        Returns
+        -------
+        values : tuple
+            One str per name of `get_feature_names_out`; every value None when the word is
+            not in the vocabulary.
         """
         try:
             return self._feature_values[word]
@@ -335,7 +352,19 @@ class WordClusters(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         return values
 
     def word_vector(self, word):
-        """The unit-length vector of ``word`` (a row of ``vectors_``), or None if unknown."""
+        """Get the unit-length vector of a word.
+
+        Parameters
+        ----------
+        word : str
+            The word (lowercased first when ``lowercase``).
+
+        Returns
+        -------
+        vector : ndarray of shape (n_dimensions,) or None
+            The word's row of ``vectors_`` (``n_dimensions`` is ``n_components_``); None
+            when the word is not in the vocabulary.
+        """
         check_is_fitted(self, "vectors_")
         row = self.vocabulary_.get(word.lower() if self.lowercase else word)
         return None if row is None else self.vectors_[row]
@@ -346,6 +375,7 @@ class WordClusters(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : iterable of sequences of tokens
+            A token is a word (str) or a tuple or list whose first element is the word.
 
         Returns
         -------

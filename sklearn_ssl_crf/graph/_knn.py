@@ -32,9 +32,10 @@ def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
     min_similarity : float in [-1, 1), default=None
         Only pairs with ``s(u, v) > min_similarity`` are candidates (the paper uses 0.3).
     self_weight : float in (0, 1], default=None
-        alpha: rank candidates by ``alpha s(u, v) + (1 - alpha) (s(u_l, v_l) + s(u_r, v_r))``,
-        where ``u_l`` and ``u_r`` are the tokens before and after ``u`` in its sequence (a
-        missing neighbour contributes 0); the paper uses 0.8. None: by ``s(u, v)``.
+        The weight alpha of a token's own similarity: rank candidates by
+        ``alpha s(u, v) + (1 - alpha) (s(u_l, v_l) + s(u_r, v_r))``, where ``u_l`` and
+        ``u_r`` are the tokens before and after ``u`` in its sequence (a missing neighbour
+        contributes 0); the paper uses 0.8. None: by ``s(u, v)``.
     max_block_entries : int, default=2**22
         About how many similarities are held at once: a block of rows is compared with all
         tokens, ``block rows x n_tokens <= max_block_entries`` (at least one row; blocks of
@@ -45,6 +46,11 @@ def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
     graph : SimilarityGraph
         Vertex ``i`` is token ``i`` (``token_vertices = arange(n_tokens)``); the weight of an
         edge is the (mixed) similarity that ranked it.
+
+    See Also
+    --------
+    trigram_graph : The graph over the trigram types of text.
+    SimilarityGraph : The graph returned.
 
     Notes
     -----

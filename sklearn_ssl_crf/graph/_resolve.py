@@ -10,7 +10,10 @@ from ._trigram import trigram_graph
 
 
 def resolve_graph(graph, X, sequences, n_neighbors=None, word_key="word.lower"):
-    """The similarity graph an estimator's ``graph`` parameter asks for, aligned with X.
+    """Get the similarity graph an estimator's ``graph`` parameter asks for, aligned with X.
+
+    A graph given as a name is built (`trigram_graph` or `knn_graph`); a given graph is used
+    as it is. Either way, the graph must map as many tokens as X has.
 
     Parameters
     ----------
@@ -30,6 +33,12 @@ def resolve_graph(graph, X, sequences, n_neighbors=None, word_key="word.lower"):
     Returns
     -------
     graph : SimilarityGraph
+        The graph, whose ``token_vertices`` has one entry per token of X.
+
+    See Also
+    --------
+    trigram_graph : The graph built for ``"trigram"``.
+    knn_graph : The graph built for ``"knn"``.
 
     Examples
     --------

@@ -11,6 +11,10 @@ import scipy.sparse as sp
 class SimilarityGraph:
     """A weighted similarity graph and the vertex of every token of some sequences.
 
+    The weights form a sparse symmetric non-negative matrix over the vertices. A vertex can
+    stand for a token type (the trigram types of text, He et al. 2013 §4.2: many tokens
+    share a vertex) or for a single token (one vertex per letter image, §4.3).
+
     Parameters
     ----------
     weights : sparse matrix or array-like of shape (n_vertices, n_vertices)
@@ -26,6 +30,12 @@ class SimilarityGraph:
     weights : scipy.sparse.csr_matrix of float64
     token_vertices : ndarray of int64
     vertex_names : list or None
+
+    See Also
+    --------
+    trigram_graph : Builds the graph over the trigram types of text.
+    knn_graph : Builds the graph with one vertex per token.
+    GraphPRCRF : Uses a graph as a posterior regulariser.
 
     Examples
     --------
@@ -58,12 +68,19 @@ class SimilarityGraph:
         return self.token_vertices.size
 
     def neighbors(self, vertex):
-        """The neighbours of a vertex and their edge weights, heaviest first.
+        """Get the neighbours of a vertex and their edge weights, heaviest first.
+
+        Parameters
+        ----------
+        vertex : int
+            A vertex, in ``0 .. n_vertices - 1``.
 
         Returns
         -------
         vertices : list of int
+            The neighbours, by decreasing edge weight (ties in index order).
         weights : list of float
+            Their edge weights, in the same order.
         """
         if not 0 <= vertex < self.n_vertices:
             raise ValueError(f"vertex {vertex} is not in 0..{self.n_vertices - 1}")
@@ -72,7 +89,15 @@ class SimilarityGraph:
         return row.indices[order].tolist(), row.data[order].tolist()
 
     def check_n_tokens(self, n_tokens, name="X"):
-        """Raise a ValueError unless the graph describes ``n_tokens`` tokens."""
+        """Raise a ValueError unless the graph describes ``n_tokens`` tokens.
+
+        Parameters
+        ----------
+        n_tokens : int
+            The number of tokens of the sequences the graph is used with.
+        name : str, default="X"
+            The name of those sequences in the error message.
+        """
         if self.n_tokens != n_tokens:
             raise ValueError(
                 f"the graph maps {self.n_tokens} tokens to vertices, but {name} has "

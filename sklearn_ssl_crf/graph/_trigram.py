@@ -82,6 +82,11 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes=None,
         Vertices numbered in order of first appearance; ``vertex_names`` are the trigrams as
         tuples of three words; punctuation-centred tokens have vertex -1.
 
+    See Also
+    --------
+    knn_graph : The graph with one vertex per token.
+    SimilarityGraph : The graph returned.
+
     Notes
     -----
     Words are normalised first: a word of digits with an optional sign and the separators

@@ -14,6 +14,11 @@ __all__ = ["ChainLayout"]
 class ChainLayout:
     """Where each (sequence, position) lives in a packed array of rows.
 
+    The rows are position-major, the sequences sorted by decreasing length: at position
+    ``t`` the chains still running are the first ``batch_sizes[t]`` of the sorted order, so
+    the rows of position ``t`` form one contiguous block. The batched kernels loop once over
+    the positions for a whole corpus, with no padding and no masks.
+
     Parameters
     ----------
     lengths : array-like of int of shape (n_sequences,)
@@ -39,6 +44,22 @@ class ChainLayout:
         For each of the ``later_rows``, the row of the same chain at ``t - 1``.
     last_rows : ndarray of int64 of shape (batch_sizes[0],)
         The row of each non-empty chain's last position, by batch slot.
+
+    See Also
+    --------
+    chain_lattice : Forward-backward over the chains of a layout.
+    viterbi_batch : Viterbi decoding of the chains of a layout.
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf.inference import ChainLayout
+    >>> layout = ChainLayout([2, 0, 3])
+    >>> layout.sequence_order.tolist(), layout.batch_sizes.tolist()
+    ([2, 0, 1], [2, 2, 1])
+    >>> layout.order.tolist()
+    [2, 0, 3, 1, 4]
+    >>> layout.order[layout.block(1)].tolist()
+    [3, 1]
     """
 
     def __init__(self, lengths):
@@ -68,19 +89,57 @@ class ChainLayout:
         return self.batch_sizes.size
 
     def block(self, t, size=None):
-        """Slice of the rows of position ``t`` (only the first ``size`` chains if given)."""
+        """Get the slice of the rows of position ``t``.
+
+        Parameters
+        ----------
+        t : int
+            A position, in ``0 .. max_length - 1``.
+        size : int, default=None
+            Only the rows of the first ``size`` chains (in batch-slot order); None: all the
+            chains running at ``t``.
+
+        Returns
+        -------
+        rows : slice
+            The packed rows of position ``t``.
+        """
         start = self.block_starts[t]
         return slice(start, start + (self.batch_sizes[t] if size is None else size))
 
     def by_sequence(self, slot_values):
-        """Values of the non-empty chains, by batch slot, in input sequence order (0 for the
-        empty ones)."""
+        """Put values given by batch slot in input sequence order.
+
+        Parameters
+        ----------
+        slot_values : ndarray of shape (n_slots,)
+            One value per non-empty chain, by batch slot (``n_slots`` at most
+            ``n_sequences``).
+
+        Returns
+        -------
+        values : ndarray of shape (n_sequences,)
+            The values in input sequence order; 0 for the sequences without a value (the
+            empty ones).
+        """
         values = np.zeros(self.n_sequences)
         values[self.sequence_order[:slot_values.size]] = slot_values
         return values
 
     def per_sequence_sum(self, row_values):
-        """Sum of per-row values over each sequence, in input sequence order."""
+        """Sum per-row values over each sequence.
+
+        Parameters
+        ----------
+        row_values : ndarray of shape (n_rows,)
+            One value per packed row.
+
+        Returns
+        -------
+        sums : ndarray of shape (n_sequences,)
+            The sum over the rows of each sequence, in input sequence order (0 for an empty
+            sequence).
+        """
         sums = np.zeros(self.n_sequences)
         sums[self.sequence_order] = np.bincount(self.row_slots, weights=row_values,
                                                 minlength=self.n_sequences)

@@ -28,6 +28,10 @@ __all__ = [
 def forward_backward(unary, transition):
     """Log partition function and marginals of one chain.
 
+    The score of a label sequence y is ``sum_t unary[t, y_t] + sum_{t>=1}
+    transition[y_{t-1}, y_t]`` (first order); the chain's distribution is
+    ``p(y | x) = exp(score(y)) / Z``. Runs the batched kernel `chain_lattice` on one chain.
+
     Parameters
     ----------
     unary : array-like of shape (n, S)
@@ -45,6 +49,12 @@ def forward_backward(unary, transition):
         ``p(y_t = s | x)``.
     edge_marginals : ndarray of shape (n - 1, S, S)
         ``p(y_{t-1} = i, y_t = j | x)`` at index ``t - 1`` (either order).
+
+    See Also
+    --------
+    chain_lattice : The same for many chains at once.
+    chain_statistics : Log Z, node marginals and summed edge marginals, for training.
+    viterbi : The highest-scoring label sequence.
 
     Examples
     --------
@@ -68,10 +78,15 @@ def forward_backward(unary, transition):
 def viterbi(unary, transition):
     """Highest-scoring label sequence of one chain.
 
+    The scores are those of `forward_backward`; the best sequence is found by dynamic
+    programming, with the batched kernel `viterbi_batch` on one chain.
+
     Parameters
     ----------
     unary : array-like of shape (n, S)
+        Per-position label potentials.
     transition : array-like of shape (S, S) or (S + 1, S, S)
+        Transition potentials, as in `forward_backward`.
 
     Returns
     -------
@@ -79,6 +94,11 @@ def viterbi(unary, transition):
         Label indices of the best sequence (ties go to the lowest label index).
     best_score : float
         Its score.
+
+    See Also
+    --------
+    viterbi_batch : The same for many chains at once.
+    forward_backward : Log partition function and marginals of one chain.
 
     Examples
     --------
@@ -117,14 +137,44 @@ class Workspace:
     Training runs forward-backward over the same data at every iteration; reusing the
     (n_rows, S) arrays saves mapping fresh memory each time, which costs more than the
     arithmetic on virtual machines that return freed pages to their host.
+
+    See Also
+    --------
+    chain_lattice : Keeps its work arrays in a workspace.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ssl_crf.inference import Workspace
+    >>> workspace = Workspace()
+    >>> alpha = workspace.array("alpha", (2, 3))
+    >>> alpha.shape
+    (2, 3)
+    >>> np.shares_memory(alpha, workspace.array("alpha", (3,)))
+    True
     """
 
     def __init__(self):
         self._buffers = {}
 
     def array(self, name, shape):
-        """An uninitialised float64 array of this shape, carved from a buffer kept under
-        ``name`` (grown when too small); valid until the next call with the same name."""
+        """Get an uninitialised float64 array, carved from a buffer kept under ``name``.
+
+        The buffer is grown when too small; the array is valid until the next call with
+        the same name.
+
+        Parameters
+        ----------
+        name : str
+            The key of the buffer.
+        shape : tuple of int
+            The shape of the array.
+
+        Returns
+        -------
+        array : ndarray of float64 of shape ``shape``
+            A view of the buffer; its values are undefined.
+        """
         size = int(np.prod(shape))
         buffer = self._buffers.get(name)
         if buffer is None or buffer.size < size:
@@ -135,12 +185,17 @@ class Workspace:
 def chain_lattice(unary, transition, layout, workspace=None):
     """Forward-backward over all chains of a layout.
 
+    The only Python loop runs over the positions; each step handles the chains running at
+    that position together. The scores are those of `forward_backward`.
+
     Parameters
     ----------
     unary : ndarray of shape (layout.n_rows, S)
         Rows in the layout's packed order.
     transition : ndarray of shape (S, S) or (S + 1, S, S)
+        Transition potentials, shared by all chains, as in `forward_backward`.
     layout : ChainLayout
+        The packed layout of the chains.
     workspace : Workspace, default=None
         Where to keep the work arrays; the lattice's arrays are overwritten by the next
         call with the same workspace.
@@ -157,6 +212,22 @@ def chain_lattice(unary, transition, layout, workspace=None):
         row ``layout.block_starts[1] + k``.
         The scaled (probability-space) recursion is used unless some potentials are hundreds
         of nats apart, so that underflow could change the result; then log space is.
+
+    See Also
+    --------
+    forward_backward : The same for one chain, with validated potentials.
+    viterbi_batch : Best label sequences of all chains of a layout.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ssl_crf.inference import ChainLayout, chain_lattice
+    >>> layout = ChainLayout([2, 1])
+    >>> lattice = chain_lattice(np.zeros((layout.n_rows, 2)), np.zeros((2, 2)), layout)
+    >>> lattice.log_z.round(4).tolist()
+    [1.3863, 0.6931]
+    >>> lattice.node_marginals().shape
+    (3, 2)
     """
     workspace = workspace or Workspace()
     if transition.ndim == 3:
@@ -186,16 +257,33 @@ def chain_statistics(unary, transition):
     Parameters
     ----------
     unary : ndarray of float64 of shape (n, S), n >= 1
+        Per-position label potentials. Not validated (a hot path); see
+        `check_potentials`.
     transition : ndarray of float64 of shape (S, S) or (S + 1, S, S)
-        Not validated (a hot path); see `check_potentials`.
+        Transition potentials, as in `forward_backward`. Not validated either.
 
     Returns
     -------
     log_z : float
+        Log partition function of the chain.
     node_marginals : ndarray of shape (n, S)
+        ``p(y_t = s | x)``.
     edge_marginal_sum : ndarray of the shape of ``transition``
         ``sum_t p(y_{t-1} = i, y_t = j | x)`` (second order: the expected counts of the
         transition tensor's entries).
+
+    See Also
+    --------
+    forward_backward : Log Z and all marginals of one chain, with validated potentials.
+    chain_lattice : Forward-backward over many chains at once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ssl_crf.inference import chain_statistics
+    >>> log_z, node, edge_sum = chain_statistics(np.zeros((3, 2)), np.zeros((2, 2)))
+    >>> round(log_z, 4), node.shape, edge_sum.tolist()
+    (2.0794, (3, 2), [[0.5, 0.5], [0.5, 0.5]])
     """
     n, n_labels = unary.shape
     if transition.ndim == 3:
@@ -392,18 +480,42 @@ def _stack_edge_blocks(lattice):
 def viterbi_batch(unary, transition, layout):
     """Best label sequences of all chains of a layout.
 
+    Viterbi's dynamic program, its only Python loops over the positions; the scores are
+    those of `forward_backward`.
+
     Parameters
     ----------
     unary : ndarray of shape (layout.n_rows, S)
+        Rows in the layout's packed order.
     transition : ndarray of shape (S, S) or (S + 1, S, S)
+        Transition potentials, shared by all chains, as in `forward_backward`.
     layout : ChainLayout
+        The packed layout of the chains.
 
     Returns
     -------
     paths : ndarray of int64 of shape (layout.n_rows,)
         Best label of every packed row.
     best_scores : ndarray of shape (n_sequences,)
-        In input sequence order.
+        The score of each sequence's best labels, in input sequence order.
+
+    See Also
+    --------
+    viterbi : The same for one chain.
+    chain_lattice : Forward-backward over all chains of a layout.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ssl_crf.inference import ChainLayout, viterbi_batch
+    >>> unary = np.array([[0.0, 2.0], [1.0, 0.0], [0.0, 0.5]])  # sequences of 1 and 2 tokens
+    >>> transition = np.array([[0.0, -2.0], [0.0, 0.0]])
+    >>> layout = ChainLayout([1, 2])
+    >>> paths, scores = viterbi_batch(unary[layout.order], transition, layout)
+    >>> labels = np.empty_like(paths)
+    >>> labels[layout.order] = paths                           # back to token order
+    >>> labels.tolist(), scores.tolist()
+    ([1, 0, 0], [2.0, 1.0])
     """
     if transition.ndim == 3:
         return viterbi_pairs(unary, transition, layout)

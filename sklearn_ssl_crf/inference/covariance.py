@@ -85,6 +85,10 @@ def covariance_entropy_gradient(unary, transition):
     d_transition : ndarray of shape (S, S)
         Derivative with respect to ``transition[i, j]`` (all zeros when ``n == 1``).
 
+    See Also
+    --------
+    entropy_gradient : The same gradient in O(n S^2), with the entropy lattices.
+
     Notes
     -----
     Cost O(n^2 S^3) time per sequence (§4: the supervised O(n S^2) times an extra ``n S``

@@ -40,14 +40,26 @@ __all__ = [
 def sequence_entropy(unary, transition):
     """Entropy ``H(Y | x)`` of a chain's label sequence, in nats.
 
+    By the Markov property of the chain's posterior, the sum of the entropy of the first
+    label and the conditional entropies ``H(Y_t | Y_{t-1})``, in O(n S^2) (Mann & McCallum
+    2007).
+
     Parameters
     ----------
     unary : array-like of shape (n, S)
+        Per-position label potentials.
     transition : array-like of shape (S, S) or (S + 1, S, S)
+        Transition potentials, as in `forward_backward`.
 
     Returns
     -------
     entropy : float
+        The entropy of the distribution ``p(y | x)`` over label sequences.
+
+    See Also
+    --------
+    subsequence_entropy : The joint entropy of a span of labels.
+    entropy_gradient : The gradient of the negative entropy.
 
     Examples
     --------
@@ -70,12 +82,32 @@ def entropy_gradient(unary, transition):
     Parameters
     ----------
     unary : array-like of shape (n, S)
+        Per-position label potentials.
     transition : array-like of shape (S, S) or (S + 1, S, S)
+        Transition potentials, as in `forward_backward`.
 
     Returns
     -------
     d_unary : ndarray of shape (n, S)
+        Derivative with respect to ``unary[t, s]``.
     d_transition : ndarray of shape (S, S) or (S + 1, S, S), as ``transition``
+        Derivative with respect to each transition potential.
+
+    See Also
+    --------
+    covariance_entropy_gradient : The same gradient in Jiao et al.'s covariance form.
+    sequence_entropy : The entropy itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ssl_crf.inference import covariance_entropy_gradient, entropy_gradient
+    >>> unary = np.array([[0.5, 0.0], [0.0, 1.0], [0.2, 0.0]])
+    >>> transition = np.array([[0.3, -0.2], [0.0, 0.1]])
+    >>> d_unary, d_transition = entropy_gradient(unary, transition)
+    >>> c_unary, c_transition = covariance_entropy_gradient(unary, transition)
+    >>> np.allclose(d_unary, c_unary), np.allclose(d_transition, c_transition)
+    (True, True)
     """
     unary, transition = check_potentials(unary, transition)
     _, d_unary, d_transition = entropy_batch(unary, transition, ChainLayout([unary.shape[0]]))
@@ -85,16 +117,34 @@ def entropy_gradient(unary, transition):
 def subsequence_entropy(unary, transition, start, stop):
     """Joint entropy ``H(Y_start, ..., Y_{stop-1} | x)`` of a span of labels, in nats.
 
+    By the Markov property of the chain's posterior, ``H(Y_a..b) = H(Y_a) +
+    sum_{a<t<=b} H(Y_t | Y_{t-1})`` (Mann & McCallum 2007, §4-5).
+
     Parameters
     ----------
     unary : array-like of shape (n, S)
+        Per-position label potentials.
     transition : array-like of shape (S, S) or (S + 1, S, S)
+        Transition potentials, as in `forward_backward`.
     start, stop : int
         The span, ``0 <= start < stop <= n``.
 
     Returns
     -------
     entropy : float
+        The joint entropy of the labels of positions ``start`` to ``stop - 1``.
+
+    See Also
+    --------
+    sequence_entropy : The entropy of the whole label sequence.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ssl_crf.inference import subsequence_entropy
+    >>> entropy = subsequence_entropy(np.zeros((3, 2)), np.zeros((2, 2)), 1, 3)
+    >>> bool(np.isclose(entropy, 2 * np.log(2)))
+    True
     """
     unary, transition = check_potentials(unary, transition)
     n = unary.shape[0]
@@ -119,13 +169,33 @@ def additive_expectation(unary, transition, unary_terms=None, transition_terms=N
     unary, transition : array-like of shapes (n, S) and (S, S) or (S + 1, S, S)
         The chain's potentials.
     unary_terms : array-like of shape (n, S), default=None
+        The per-position terms of ``g``; None: zero.
     transition_terms : array-like of shape (S, S) or (S + 1, S, S), as ``transition``, default=None
+        The transition terms of ``g``; None: zero.
 
     Returns
     -------
     expectation : float
+        ``E_p[g]``.
     d_unary : ndarray of shape (n, S)
+        Derivative of ``E_p[g]`` with respect to ``unary[t, s]``.
     d_transition : ndarray of shape (S, S) or (S + 1, S, S), as ``transition``
+        Derivative of ``E_p[g]`` with respect to each transition potential.
+
+    See Also
+    --------
+    entropy_gradient : The case ``g = score``.
+
+    Examples
+    --------
+    The expected number of tokens labelled 0 in a uniform chain of 3 tokens:
+
+    >>> import numpy as np
+    >>> from sklearn_ssl_crf.inference import additive_expectation
+    >>> expectation, d_unary, d_transition = additive_expectation(
+    ...     np.zeros((3, 2)), np.zeros((2, 2)), unary_terms=[[1.0, 0.0]] * 3)
+    >>> expectation, d_unary[0].tolist()
+    (1.5, [0.25, -0.25])
     """
     unary, transition = check_potentials(unary, transition)
     layout = ChainLayout([unary.shape[0]])

@@ -67,6 +67,10 @@ def make_sequence_scorer(score_func, **kwargs):
         Usable as ``scoring`` in `~sklearn.model_selection.GridSearchCV` and
         `~sklearn.model_selection.cross_val_score`.
 
+    See Also
+    --------
+    check_scoring : The scorer a ``scoring`` parameter names.
+
     Examples
     --------
     >>> from sklearn_ssl_crf.metrics import make_sequence_scorer, span_f1_score
@@ -108,7 +112,10 @@ SCORERS = {
 
 
 def check_scoring(scoring, labels):
-    """The scorer ``scoring`` names, for a model of these labels.
+    """Get the scorer that ``scoring`` names, for a model of these labels.
+
+    The one scoring rule of the estimators, the command line and the metrics: None picks
+    span F1 for span tags and token accuracy otherwise.
 
     Parameters
     ----------
@@ -123,12 +130,19 @@ def check_scoring(scoring, labels):
     Returns
     -------
     scorer : callable
+        ``scorer(estimator, X, y) -> float``: the callable ``scoring`` itself, or a scorer of
+        `SCORERS`.
 
     Raises
     ------
     ValueError
         For an unknown name, or ``'span_f1'`` on labels without spans (every score would
         be 0).
+
+    See Also
+    --------
+    make_sequence_scorer : Makes a scorer from a sequence metric.
+    has_spans : Whether labels are span tags.
 
     Examples
     --------

@@ -202,6 +202,12 @@ def span_precision_recall_f1(y_true, y_pred, *, iobes=False):
         Fractions in [0, 1]; conlleval prints 100 times these. Precision (recall) is 0 when
         there are no predicted (true) chunks, and F1 is 0 when both are 0.
 
+    See Also
+    --------
+    span_f1_score : The F1 score alone.
+    span_classification_report : The same counts per chunk type.
+    flat_f1_score : F1 score over tokens instead of chunks.
+
     Examples
     --------
     >>> from sklearn_ssl_crf.metrics import span_precision_recall_f1
@@ -222,6 +228,7 @@ def span_f1_score(y_true, y_pred, *, iobes=False):
     Parameters
     ----------
     y_true, y_pred : list of sequences of str
+        True and predicted tags, as in `span_precision_recall_f1`.
     iobes : bool, default=False
         Apply the IOBES extension's rules for ``"S-X"`` tags; see `span_precision_recall_f1`.
 
@@ -229,6 +236,11 @@ def span_f1_score(y_true, y_pred, *, iobes=False):
     -------
     f1 : float
         In [0, 1]; 0 when there are no chunks at all.
+
+    See Also
+    --------
+    span_precision_recall_f1 : Precision and recall as well.
+    flat_f1_score : F1 score over tokens instead of chunks.
 
     Examples
     --------
@@ -250,6 +262,7 @@ def span_classification_report(y_true, y_pred, *, digits=2, output_dict=False, i
     Parameters
     ----------
     y_true, y_pred : list of sequences of str
+        True and predicted tags, as in `span_precision_recall_f1`.
     digits : int, default=2
         Digits after the decimal point in the text report.
     output_dict : bool, default=False
@@ -264,6 +277,11 @@ def span_classification_report(y_true, y_pred, *, digits=2, output_dict=False, i
         ``"precision"``, ``"recall"``, ``"f1-score"`` (fractions in [0, 1]) and ``"support"``
         (the number of true chunks, as in scikit-learn; the last number of conlleval's
         per-type lines is the number of predicted chunks instead).
+
+    See Also
+    --------
+    span_precision_recall_f1 : The overall line's numbers.
+    flat_classification_report : The report over tokens instead of chunks.
 
     Examples
     --------
@@ -316,8 +334,10 @@ SPAN_PREFIXES = ("B-", "I-", "E-", "S-", "L-", "U-")
 
 
 def has_spans(labels):
-    """Whether labels are span tags (``B-X``, ``I-X``, ... of BIO/IOB/IOBES/BILOU), for
-    which span F1 means something.
+    """Whether labels are span tags, for which span F1 means something.
+
+    A label is a span tag when it starts with one of the prefixes ``B-``, ``I-``, ``E-``,
+    ``S-``, ``L-`` or ``U-`` (BIO/IOB/IOBES/BILOU); one such label is enough.
 
     Parameters
     ----------
@@ -327,6 +347,11 @@ def has_spans(labels):
     Returns
     -------
     bool
+        True when at least one label is a span tag.
+
+    See Also
+    --------
+    check_scoring : Picks span F1 for span tags and token accuracy otherwise.
 
     Examples
     --------

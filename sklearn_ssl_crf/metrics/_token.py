@@ -42,6 +42,9 @@ def _flatten_pair(y_true, y_pred):
 def flat_accuracy_score(y_true, y_pred, **kwargs):
     """Accuracy over all tokens of all sequences.
 
+    The sequences are concatenated and scored as one list of token labels by
+    `sklearn.metrics.accuracy_score`, as sklearn-crfsuite's function of the same name does.
+
     Parameters
     ----------
     y_true, y_pred : list of sequences of labels
@@ -52,6 +55,13 @@ def flat_accuracy_score(y_true, y_pred, **kwargs):
     Returns
     -------
     score : float
+        The fraction of tokens whose predicted label is the true one.
+
+    See Also
+    --------
+    flat_f1_score : F1 score over all tokens.
+    sequence_accuracy_score : Fraction of sequences labelled without a mistake.
+    span_f1_score : F1 score over the spans of IOB-style tags.
 
     Examples
     --------
@@ -65,15 +75,25 @@ def flat_accuracy_score(y_true, y_pred, **kwargs):
 def flat_precision_score(y_true, y_pred, **kwargs):
     """Precision over all tokens of all sequences.
 
+    The sequences are concatenated and scored as one list of token labels by
+    `sklearn.metrics.precision_score`, as sklearn-crfsuite's function of the same name does.
+
     Parameters
     ----------
     y_true, y_pred : list of sequences of labels
+        True and predicted labels; sequence ``i`` of both must have the same length.
     **kwargs
         Passed to `sklearn.metrics.precision_score` (for several labels give ``average``).
 
     Returns
     -------
     score : float or ndarray of float
+        The token-level precision (one per label with ``average=None``).
+
+    See Also
+    --------
+    flat_recall_score : Recall over all tokens.
+    flat_f1_score : F1 score over all tokens.
 
     Examples
     --------
@@ -87,15 +107,25 @@ def flat_precision_score(y_true, y_pred, **kwargs):
 def flat_recall_score(y_true, y_pred, **kwargs):
     """Recall over all tokens of all sequences.
 
+    The sequences are concatenated and scored as one list of token labels by
+    `sklearn.metrics.recall_score`, as sklearn-crfsuite's function of the same name does.
+
     Parameters
     ----------
     y_true, y_pred : list of sequences of labels
+        True and predicted labels; sequence ``i`` of both must have the same length.
     **kwargs
         Passed to `sklearn.metrics.recall_score` (for several labels give ``average``).
 
     Returns
     -------
     score : float or ndarray of float
+        The token-level recall (one per label with ``average=None``).
+
+    See Also
+    --------
+    flat_precision_score : Precision over all tokens.
+    flat_f1_score : F1 score over all tokens.
 
     Examples
     --------
@@ -109,15 +139,25 @@ def flat_recall_score(y_true, y_pred, **kwargs):
 def flat_f1_score(y_true, y_pred, **kwargs):
     """F1 score over all tokens of all sequences.
 
+    The sequences are concatenated and scored as one list of token labels by
+    `sklearn.metrics.f1_score`, as sklearn-crfsuite's function of the same name does.
+
     Parameters
     ----------
     y_true, y_pred : list of sequences of labels
+        True and predicted labels; sequence ``i`` of both must have the same length.
     **kwargs
         Passed to `sklearn.metrics.f1_score` (for several labels give ``average``).
 
     Returns
     -------
     score : float or ndarray of float
+        The token-level F1 score (one per label with ``average=None``).
+
+    See Also
+    --------
+    flat_fbeta_score : F-beta score over all tokens.
+    span_f1_score : F1 score over the spans of IOB-style tags.
 
     Examples
     --------
@@ -131,9 +171,13 @@ def flat_f1_score(y_true, y_pred, **kwargs):
 def flat_fbeta_score(y_true, y_pred, beta, **kwargs):
     """F-beta score over all tokens of all sequences.
 
+    The sequences are concatenated and scored as one list of token labels by
+    `sklearn.metrics.fbeta_score`, as sklearn-crfsuite's function of the same name does.
+
     Parameters
     ----------
     y_true, y_pred : list of sequences of labels
+        True and predicted labels; sequence ``i`` of both must have the same length.
     beta : float
         Weight of recall relative to precision.
     **kwargs
@@ -142,6 +186,11 @@ def flat_fbeta_score(y_true, y_pred, beta, **kwargs):
     Returns
     -------
     score : float or ndarray of float
+        The token-level F-beta score (one per label with ``average=None``).
+
+    See Also
+    --------
+    flat_f1_score : The case ``beta=1``.
 
     Examples
     --------
@@ -153,11 +202,15 @@ def flat_fbeta_score(y_true, y_pred, beta, **kwargs):
 
 
 def flat_classification_report(y_true, y_pred, labels=None, **kwargs):
-    """scikit-learn's classification report over all tokens of all sequences.
+    """Build scikit-learn's classification report over all tokens of all sequences.
+
+    The sequences are concatenated and scored as one list of token labels by
+    `sklearn.metrics.classification_report`, as sklearn-crfsuite's function of the same name does.
 
     Parameters
     ----------
     y_true, y_pred : list of sequences of labels
+        True and predicted labels; sequence ``i`` of both must have the same length.
     labels : list of labels, default=None
         Labels to report (for instance all but ``"O"``); default all labels seen.
     **kwargs
@@ -166,6 +219,12 @@ def flat_classification_report(y_true, y_pred, labels=None, **kwargs):
     Returns
     -------
     report : str or dict
+        Precision, recall, F1 score and support per label: a text table, or a dict with
+        ``output_dict=True``.
+
+    See Also
+    --------
+    span_classification_report : The same report over the spans of IOB-style tags.
 
     Examples
     --------
@@ -183,14 +242,22 @@ def flat_classification_report(y_true, y_pred, labels=None, **kwargs):
 def sequence_accuracy_score(y_true, y_pred):
     """Fraction of sequences whose predicted labels are all correct.
 
+    A sequence counts only if every one of its labels matches; a stricter measure than
+    the token accuracy of `flat_accuracy_score`.
+
     Parameters
     ----------
     y_true, y_pred : list of sequences of labels
+        True and predicted labels; sequence ``i`` of both must have the same length.
 
     Returns
     -------
     score : float
         0.0 when there are no sequences (as sklearn-crfsuite).
+
+    See Also
+    --------
+    flat_accuracy_score : Accuracy over all tokens.
 
     Notes
     -----

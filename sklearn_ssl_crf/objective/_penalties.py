@@ -23,6 +23,28 @@ class MarginalPenalty:
 
     Subclasses set ``token_groups`` (the group of every token, -1 for none) and
     ``n_groups``, and define `value_and_gradient` on group sums.
+
+    See Also
+    --------
+    GraphLaplacianPenalty : Groups are graph vertices.
+    LabelProportionPenalty : One group: every token.
+
+    Examples
+    --------
+    A penalty on the squares of the group sums, with the first two of three tokens in its
+    one group:
+
+    >>> import numpy as np
+    >>> from sklearn_ssl_crf.objective import MarginalPenalty
+    >>> class SumOfSquares(MarginalPenalty):
+    ...     def __init__(self, token_groups, n_groups):
+    ...         self.token_groups, self.n_groups = np.asarray(token_groups), n_groups
+    ...     def value_and_gradient(self, group_sums):
+    ...         return float((group_sums ** 2).sum()), 2 * group_sums
+    >>> penalty = SumOfSquares([0, 0, -1], n_groups=1)
+    >>> value, gradient = penalty(np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]]))
+    >>> value, gradient.tolist()
+    (2.5, [[3.0, 1.0], [3.0, 1.0], [0.0, 0.0]])
     """
 
     token_groups = None
@@ -34,10 +56,12 @@ class MarginalPenalty:
         Parameters
         ----------
         group_sums : ndarray of shape (n_groups, n_labels)
+            Per group, the sum of the node marginals of its tokens.
 
         Returns
         -------
         value : float
+            The penalty.
         gradient : ndarray of shape (n_groups, n_labels)
             The gradient with respect to ``group_sums``, which is also the gradient with
             respect to the node marginals of every token of the group.
@@ -45,7 +69,14 @@ class MarginalPenalty:
         raise NotImplementedError
 
     def group_matrix(self):
-        """Sparse (n_groups x n_tokens) indicator of each token's group."""
+        """Build the sparse indicator of each token's group.
+
+        Returns
+        -------
+        indicator : scipy.sparse.csr_matrix of shape (n_groups, n_tokens)
+            A 1 at (group of ``t``, ``t``) for every token ``t`` with a group; the tokens of
+            group -1 have none.
+        """
         return group_indicator(self.token_groups, self.n_groups)
 
     def __call__(self, node_marginals):
@@ -58,6 +89,7 @@ class MarginalPenalty:
         Returns
         -------
         value : float
+            The penalty.
         gradient : ndarray of shape (n_tokens, n_labels)
             Zero for tokens without a group.
         """
@@ -90,6 +122,12 @@ class GraphLaplacianPenalty(MarginalPenalty):
     seed_sums : ndarray of shape (n_vertices, n_labels)
         Per vertex, the count of each gold label among its labelled tokens.
 
+    See Also
+    --------
+    MarginalPenalty : The base class and its contract.
+    LabelProportionPenalty : A penalty on the mean node marginal.
+    GraphPRCRF : Trains with this penalty.
+
     Examples
     --------
     Two tokens on vertices joined by an edge of weight 2: ``h = 2 * ||mu_0 - mu_1||^2``.
@@ -118,6 +156,20 @@ class GraphLaplacianPenalty(MarginalPenalty):
         self.laplacian = sp.csr_matrix(sp.diags(np.asarray(kept.sum(axis=1)).ravel()) - kept)
 
     def value_and_gradient(self, group_sums):
+        """The penalty ``h`` and its gradient from the vertices' marginal sums.
+
+        Parameters
+        ----------
+        group_sums : ndarray of shape (n_vertices, n_labels)
+            Per vertex, the sum of the node marginals of its unlabelled tokens.
+
+        Returns
+        -------
+        value : float
+            ``sum_k m_k' L m_k`` of the vertex averages ``m``.
+        gradient : ndarray of shape (n_vertices, n_labels)
+            ``2 (L m)_a / count_a`` for vertex ``a``; 0 for a vertex without tokens.
+        """
         averages = self.seed_sums + group_sums
         averages *= self.inverse_counts
         laplacian_averages = self.laplacian @ averages
@@ -127,9 +179,10 @@ class GraphLaplacianPenalty(MarginalPenalty):
 
 
 class LabelProportionPenalty(MarginalPenalty):
-    """``n_tokens * KL(target || mean node marginal)``: keeps the predicted label
-    distribution of the tokens near a target (Mann & McCallum 2007's expectation
-    regularisation, weighted per token).
+    """Penalty ``n_tokens * KL(target || mean node marginal)`` of the tokens' labels.
+
+    It keeps the predicted label distribution of the tokens near a target (Mann & McCallum
+    2007's expectation regularisation, weighted per token).
 
     Parameters
     ----------
@@ -137,6 +190,12 @@ class LabelProportionPenalty(MarginalPenalty):
         Target label distribution (non-negative, sums to 1).
     n_tokens : int
         Number of tokens; all of them form the one group.
+
+    See Also
+    --------
+    MarginalPenalty : The base class and its contract.
+    GraphLaplacianPenalty : A penalty over the vertices of a graph.
+    EntropyRegularizedCRF : Trains with this term (``proportion_weight``).
 
     Examples
     --------
@@ -154,6 +213,20 @@ class LabelProportionPenalty(MarginalPenalty):
         self.n_groups = 1
 
     def value_and_gradient(self, group_sums):
+        """The penalty and its gradient from the sum of all tokens' node marginals.
+
+        Parameters
+        ----------
+        group_sums : ndarray of shape (1, n_labels)
+            The sum of the node marginals of all tokens.
+
+        Returns
+        -------
+        value : float
+            ``n_tokens * KL(target || group_sums[0] / n_tokens)``.
+        gradient : ndarray of shape (1, n_labels)
+            ``-target / (group_sums[0] / n_tokens)``.
+        """
         predicted = group_sums[0] / self.n_tokens
         present = self.target > 0
         target = self.target[present]

@@ -13,13 +13,17 @@ from ..inference.entropy import additive_expectation_batch
 def log_likelihood(packed, unary, transition, workspace=None):
     """Conditional log-likelihood of labelled sequences and its gradient.
 
+    The gradient with respect to the potentials is the observed label and transition
+    counts minus their expectations under the model (one forward-backward pass).
+
     Parameters
     ----------
     packed : PackedSequences
-        With labels.
+        The sequences in their packed layout, with labels.
     unary : ndarray of shape (n_tokens, S)
         Unary potentials in packed order.
     transition : ndarray of shape (S, S)
+        Transition potentials, shared by all sequences.
     workspace : Workspace, default=None
         Where the lattice keeps its work arrays.
 
@@ -32,6 +36,24 @@ def log_likelihood(packed, unary, transition, workspace=None):
         overwritten by its next use).
     d_transition : ndarray of shape (S, S)
         Observed transition counts minus expected ones.
+
+    See Also
+    --------
+    log_partition : The log partition function alone and the marginals.
+    unlabelled_terms : The terms of unlabelled sequences.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sklearn_ssl_crf.objective import log_likelihood
+    >>> from sklearn_ssl_crf.parallel import PackedSequences
+    >>> packed = PackedSequences(sp.csr_matrix(np.ones((3, 1))), lengths=[2, 1],
+    ...                          labels=[0, 1, 0], n_labels=2)
+    >>> unary = packed.unary(np.zeros((1, 2)))                   # all potentials 0
+    >>> value, d_unary, d_transition = log_likelihood(packed, unary, np.zeros((2, 2)))
+    >>> bool(np.isclose(value, 3 * np.log(0.5)))                # 3 tokens, 2 labels
+    True
     """
     lattice = chain_lattice(unary, transition, packed.layout, workspace)
     d_transition = packed.transition_counts - lattice.edge_marginal_sum()
@@ -50,13 +72,44 @@ def log_partition(packed, unary, transition, workspace=None):
     an auxiliary distribution q they are q's, whose expected features give the unlabelled
     term of the posterior-regularisation M-step, ``E_q[log p] = <E_q[F], theta> - log Z``.
 
+    Parameters
+    ----------
+    packed : PackedSequences
+        The sequences in their packed layout.
+    unary : ndarray of shape (n_tokens, S)
+        Unary potentials in packed order.
+    transition : ndarray of shape (S, S)
+        Transition potentials, shared by all sequences.
+    workspace : Workspace, default=None
+        Where the lattice keeps its work arrays.
+
     Returns
     -------
     log_z : float
         ``sum_i log Z(x_i)``.
     node_marginals : ndarray of shape (n_tokens, S)
-        A work array of ``workspace``, overwritten by its next use.
+        ``p(y_t = s | x)`` in packed order; a work array of ``workspace``, overwritten by
+        its next use.
     edge_marginal_sum : ndarray of shape (S, S)
+        The edge marginals summed over all positions and sequences.
+
+    See Also
+    --------
+    log_likelihood : The log-likelihood of labelled sequences.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sklearn_ssl_crf.objective import log_partition
+    >>> from sklearn_ssl_crf.parallel import PackedSequences
+    >>> packed = PackedSequences(sp.csr_matrix(np.ones((3, 1))), lengths=[2, 1],
+    ...                          labels=[0, 1, 0], n_labels=2)
+    >>> unary = packed.unary(np.zeros((1, 2)))                   # all potentials 0
+    >>> log_z, node_marginals, edge_marginal_sum = log_partition(packed, unary,
+    ...                                                          np.zeros((2, 2)))
+    >>> bool(np.isclose(log_z, 3 * np.log(2))), edge_marginal_sum.tolist()
+    (True, [[0.25, 0.25], [0.25, 0.25]])
     """
     lattice = chain_lattice(unary, transition, packed.layout, workspace)
     edge_marginal_sum = lattice.edge_marginal_sum()
@@ -66,13 +119,19 @@ def log_partition(packed, unary, transition, workspace=None):
 def unlabelled_terms(packed, unary, transition, workspace=None, entropy_gradient=None):
     """Negative entropy of unlabelled sequences, its gradient, and their label marginals.
 
+    The entropy is ``log Z - E[score]``; the expected score and, with the entropy lattices,
+    its gradient come from one pass over each sequence.
+
     Parameters
     ----------
     packed : PackedSequences
+        The sequences in their packed layout.
     unary : ndarray of shape (n_tokens, S)
         Unary potentials in packed order.
     transition : ndarray of shape (S, S)
+        Transition potentials, shared by all sequences.
     workspace : Workspace, default=None
+        Where the lattice keeps its work arrays.
     entropy_gradient : {None, 'lattice', 'covariance'}, default=None
         How to compute the gradient: the entropy lattices (O(n S^2), Mann & McCallum), Jiao
         et al.'s covariance form (O(n^2 S^3), one sequence at a time), or not at all.
@@ -82,9 +141,31 @@ def unlabelled_terms(packed, unary, transition, workspace=None, entropy_gradient
     negative_entropy : float
         ``sum_sequences sum_y p(y|x) log p(y|x)``.
     d_unary : ndarray of shape (n_tokens, S) or None
+        Gradient of the negative entropy with respect to the unary potentials (packed
+        order); None when ``entropy_gradient`` is None.
     d_transition : ndarray of shape (S, S) or None
+        Its gradient with respect to the transition potentials; None when
+        ``entropy_gradient`` is None.
     label_sums : ndarray of shape (S,)
         Sum over tokens of ``p(y_t = s | x)``.
+
+    See Also
+    --------
+    sklearn_ssl_crf.inference.entropy_gradient : The gradient for one chain.
+    label_count_gradient : The gradient of the label-proportion term.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sklearn_ssl_crf.objective import unlabelled_terms
+    >>> from sklearn_ssl_crf.parallel import PackedSequences
+    >>> packed = PackedSequences(sp.csr_matrix(np.ones((3, 1))), lengths=[2, 1],
+    ...                          labels=[0, 1, 0], n_labels=2)
+    >>> unary = packed.unary(np.zeros((1, 2)))                   # all potentials 0
+    >>> negative_entropy, _, _, label_sums = unlabelled_terms(packed, unary, np.zeros((2, 2)))
+    >>> bool(np.isclose(negative_entropy, -3 * np.log(2))), label_sums.tolist()
+    (True, [1.5, 1.5])
     """
     lattice = chain_lattice(unary, transition, packed.layout, workspace)
     # H = log Z - E[score]: the score is additive, so its expectation and (for the lattice
@@ -103,10 +184,44 @@ def label_count_gradient(packed, unary, transition, label_weights, workspace=Non
     With ``label_weights = dKL / d(expected label counts)`` this is the gradient of the
     label-proportion term; it costs one pass of the entropy lattices.
 
+    Parameters
+    ----------
+    packed : PackedSequences
+        The sequences in their packed layout.
+    unary : ndarray of shape (n_tokens, S)
+        Unary potentials in packed order.
+    transition : ndarray of shape (S, S)
+        Transition potentials, shared by all sequences.
+    label_weights : ndarray of shape (S,)
+        The weight of each label in the expected count.
+    workspace : Workspace, default=None
+        Where the lattice keeps its work arrays.
+
     Returns
     -------
     d_unary : ndarray of shape (n_tokens, S)
+        Gradient with respect to the unary potentials, in packed order.
     d_transition : ndarray of shape (S, S)
+        Gradient with respect to the transition potentials.
+
+    See Also
+    --------
+    unlabelled_terms : The entropy term of unlabelled sequences.
+    LabelProportionPenalty : The label-proportion penalty itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sklearn_ssl_crf.objective import label_count_gradient
+    >>> from sklearn_ssl_crf.parallel import PackedSequences
+    >>> packed = PackedSequences(sp.csr_matrix(np.ones((3, 1))), lengths=[2, 1],
+    ...                          labels=[0, 1, 0], n_labels=2)
+    >>> unary = packed.unary(np.zeros((1, 2)))                   # all potentials 0
+    >>> d_unary, d_transition = label_count_gradient(packed, unary, np.zeros((2, 2)),
+    ...                                              label_weights=np.array([1.0, 0.0]))
+    >>> d_unary[0].tolist(), d_transition.tolist()
+    ([0.25, -0.25], [[0.25, 0.0], [0.0, -0.25]])
     """
     lattice = chain_lattice(unary, transition, packed.layout, workspace)
     terms = np.broadcast_to(label_weights, unary.shape)
