@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._base import BaseCRF, unlabelled_sequences
 from ._crf import _check_dev_pair, _label_cooccurrence
 from ._parameters import WeightLayout, transition_masks
+from ._selection import _BestEpoch
 from ._semi_supervised import target_proportions
 from ._stochastic import _Samples
 from ._threads import single_threaded_blas
@@ -518,18 +519,3 @@ def _union(mask, new):
     if mask is None or new is None:
         return new if mask is None else mask
     return mask | new
-
-
-class _BestEpoch:
-    """The semi-supervised epoch (0: the supervised model) with the best dev score by the
-    package's one rule: span F1 for span labels, token accuracy otherwise."""
-
-    def __init__(self, spans):
-        self.key = "dev_span_f1" if spans else "dev_accuracy"
-        self.scores, self.epoch, self.weights = [], None, None
-
-    def offer(self, epoch, scores, trainer):
-        self.scores.append(scores[self.key])
-        if self.weights is None or scores[self.key] > self.scores[self.epoch]:
-            self.epoch = epoch
-            self.weights = tuple(np.array(weights) for weights in trainer.weights())

@@ -162,3 +162,18 @@ def _results(penalties, penalty_scores, scores, strengths, paths, priors):
     for k in range(split_scores.shape[1]):
         results[f"split{k}_test_score"] = split_scores[:, k]
     return results
+
+
+class _BestEpoch:
+    """The semi-supervised epoch (0: the supervised model) with the best dev score by the
+    package's one rule: span F1 for span labels, token accuracy otherwise."""
+
+    def __init__(self, spans):
+        self.key = "dev_span_f1" if spans else "dev_accuracy"
+        self.scores, self.epoch, self.weights = [], None, None
+
+    def offer(self, epoch, scores, trainer):
+        self.scores.append(scores[self.key])
+        if self.weights is None or scores[self.key] > self.scores[self.epoch]:
+            self.epoch = epoch
+            self.weights = tuple(np.array(weights) for weights in trainer.weights())

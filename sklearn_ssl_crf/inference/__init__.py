@@ -15,9 +15,9 @@ from .chain import (
     chain_statistics,
     forward_backward,
     viterbi,
-    viterbi_batch,
 )
 from .covariance import covariance_entropy_gradient
+from .decoding import viterbi_batch
 from .entropy import (
     additive_expectation,
     entropy_gradient,
