@@ -29,8 +29,20 @@ def atomic_path(path):
     os.close(handle)
     try:
         yield temporary
+        # mkstemp's file is private (0600): give it the old file's mode, or a new file's.
+        os.chmod(temporary, _mode_of(path))
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(temporary)
         raise
+
+
+def _mode_of(path):
+    """The permission bits ``path`` has, or those a new file gets under the umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

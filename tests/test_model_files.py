@@ -1,5 +1,8 @@
 """Model files: `save` and `load` keep the model exactly and refuse what they cannot use."""
 
+import os
+import stat
+
 import joblib
 import numpy as np
 import pytest
@@ -59,6 +62,19 @@ def test_failed_save_leaves_the_old_file(fitted, tmp_path, suffix):
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
     assert load(path, return_info=True)[1] == {"version": "good"}
+
+
+def test_save_gives_a_new_file_the_usual_mode_and_keeps_an_old_files(fitted, tmp_path):
+    # Written through a private temporary file (mode 0600), the model must not stay private.
+    model, _ = fitted
+    path = tmp_path / "model.joblib"
+    umask = os.umask(0)
+    os.umask(umask)
+    save(model, path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    path.chmod(0o640)
+    save(model, path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
 
 
 def test_incompatible_version_is_refused_before_unpickling_the_model(fitted, tmp_path,
