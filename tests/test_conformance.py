@@ -471,16 +471,12 @@ STATELESS_PASSES = {
 
 def _expected_failures(view):
     passes = set()
-    if isinstance(view, (WindowFeatures, WindowRows)) and not _requires_fit(view):
+    if isinstance(view, (WindowFeatures, WindowRows)) and not view._requires_fit():
         passes = STATELESS_PASSES
     elif isinstance(view, WordClusters):
         passes = {"check_fit1d"}
     reason = "feeds a 2-d array; X is a list of sequences (tested in sequence form here)"
     return {name: reason for name in TWO_D_ARRAY_CHECKS - passes}
-
-
-def _requires_fit(estimator):
-    return estimator._requires_fit()
 
 
 if get_tags is not None:  # scikit-learn >= 1.6

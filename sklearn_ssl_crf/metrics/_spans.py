@@ -9,6 +9,11 @@ import numpy as np
 
 from ._token import _check_sequences
 
+# conlleval splits a tag at its first hyphen into a chunk tag and a chunk type ("B-NP" -> "B",
+# "NP"; a tag without hyphen such as "O" or "NP" is its own chunk tag, with type ""), and
+# decides from the previous and current (tag, type) whether a chunk ends before and whether one
+# starts at the current token. Chunk tags are encoded as small integers so that both decisions
+# become table look-ups over the whole corpus at once.
 _TAG_CODES = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4, "[": 5, "]": 6, ".": 7}
 
 
