@@ -48,7 +48,7 @@ import numpy as np
 from conll_features import DEFAULT_DATA
 from scipy.ndimage import gaussian_filter
 
-from sklearn_ssl_crf import CRF, GraphPRCRF, WindowFeatures, WindowRows, graph
+from sklearn_ssl_crf import CRF, GraphPRCRF, WindowFeatures, WindowRows
 from sklearn_ssl_crf._graph_pr_em import _ExpectationMaximisation
 from sklearn_ssl_crf._parameters import WeightLayout
 from sklearn_ssl_crf._threads import single_threaded_blas
@@ -61,6 +61,7 @@ from sklearn_ssl_crf.datasets import (
     read_ocr_letters,
 )
 from sklearn_ssl_crf.graph import knn_graph, trigram_graph
+from sklearn_ssl_crf.graph._trigram import _trigram_occurrences
 from sklearn_ssl_crf.objective import GraphLaplacianPenalty
 from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
 from sklearn_ssl_crf.parallel import ChunkedSequences
@@ -84,7 +85,7 @@ def text_prefixes(data_dir, sizes):
     text = [[word for word, _ in sentence]
             for split in ("train", "test") for sentence in conll[split][0]]
     text += [sentence for split in ("train", "devel", "test") for sentence in bc2gm[split][0]]
-    token_vertices = graph._trigram_occurrences(text, "word.lower")[2]
+    token_vertices = _trigram_occurrences(text, "word.lower")[2]
     # Vertices are numbered in order of first appearance, so type m first appears in the
     # sentence of the first token of vertex m - 1.
     with_vertex = np.flatnonzero(token_vertices >= 0)
@@ -173,14 +174,13 @@ def part_graph(args):
     table = Table(f"trigram_graph, k = {TRIGRAM_NEIGHBORS}", TRIGRAM_NEIGHBORS)
     for size, text in text_prefixes(args.data_dir, args.trigram_sizes):
         shown, seconds, peak, built = measure(
-            lambda text=text: graph.trigram_graph(text, n_neighbors=TRIGRAM_NEIGHBORS))
+            lambda text=text: trigram_graph(text, n_neighbors=TRIGRAM_NEIGHBORS))
         table.add(f"text, {len(text):,} sentences", built, shown, seconds, peak)
     settings = ", ".join(f"{name}={value}" for name, value in KNN_SETTINGS.items())
     table = Table(f"knn_graph, k = {KNN_NEIGHBORS}, {settings}", KNN_NEIGHBORS)
     for size, source, words in letter_images(args.data_dir, args.knn_sizes):
         shown, seconds, peak, built = measure(
-            lambda words=words: graph.knn_graph(words, n_neighbors=KNN_NEIGHBORS,
-                                                **KNN_SETTINGS))
+            lambda words=words: knn_graph(words, n_neighbors=KNN_NEIGHBORS, **KNN_SETTINGS))
         table.add(source, built, shown, seconds, peak)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 

@@ -8,12 +8,8 @@ import scipy.sparse as sp
 
 from ._parameters import WeightLayout
 from .inference import Workspace, chain_statistics
-from .objective import (
-    LabelProportionPenalty,
-    label_count_gradient,
-    log_likelihood,
-    unlabelled_terms,
-)
+from .objective import LabelProportionPenalty
+from .objective._weights import add_unlabelled_terms, chunk_log_likelihood
 from .parallel import PackedSequences, transition_counts
 
 
@@ -137,42 +133,32 @@ class _Samples:
         d_transition = np.zeros_like(transition)
         loss = 0.0
         if labelled is not None:
-            value, d_unary, d_edges = log_likelihood(labelled, labelled.unary(state),
-                                                     transition, self._workspace)
+            value, d_labelled, d_edges = chunk_log_likelihood(labelled, self._workspace, state,
+                                                              transition)
             loss -= value
-            d_state -= labelled.weight_gradient(d_unary)
+            d_state -= d_labelled
             d_transition -= d_edges
         if unlabelled is not None:
-            loss += self._unlabelled_terms(unlabelled, state, transition, d_state,
-                                           d_transition)
+            def add_gradient(scale, d_unlabelled, d_edges):
+                np.add(d_state, scale * d_unlabelled, out=d_state)
+                np.add(d_transition, scale * d_edges, out=d_transition)
+
+            negative_entropy, penalty = add_unlabelled_terms(
+                lambda term, *args: term(unlabelled, self._workspace, *args), add_gradient,
+                state, transition, self.gamma, self.proportion_weight,
+                lambda label_sums: self._proportions(label_sums, unlabelled.n_tokens))
+            loss += -self.gamma * negative_entropy + (
+                self.proportion_weight * penalty if self.proportion_weight > 0 else 0.0)
         return loss, columns, d_state, self._transition_gradient(d_transition)
 
-    def _unlabelled_terms(self, packed, state, transition, d_state, d_transition):
-        """Adds the unlabelled terms' gradient to ``d_state``, ``d_transition``; returns
-        their value."""
-        unary = packed.unary(state)
-        gamma, weight = self.gamma, self.proportion_weight
-        negative_entropy, d_unary, d_edges, label_sums = unlabelled_terms(
-            packed, unary, transition, self._workspace,
-            entropy_gradient="lattice" if gamma > 0 else None)
-        loss = -gamma * negative_entropy
-        if gamma > 0:
-            d_state -= gamma * packed.weight_gradient(d_unary)
-            d_transition -= gamma * d_edges
-        if weight > 0:
-            # The gradient of N_u KL(pi || pi_hat) w.r.t. a sequence's expected label counts
-            # is -pi / pi_hat with pi_hat the mean marginal over *all* unlabelled tokens, not
-            # over the step's: pi_hat is a running mean over about one epoch.
-            n_tokens = packed.n_tokens
-            keep = max(0.0, 1.0 - n_tokens / self.n_unlabelled_tokens)
-            self._label_mass = keep * self._label_mass + label_sums
-            self._token_mass = keep * self._token_mass + n_tokens
-            running_sums = self._label_mass * (n_tokens / self._token_mass)
-            penalty, label_weights = LabelProportionPenalty(
-                self.target, n_tokens).value_and_gradient(running_sums[None, :])
-            d_unary, d_edges = label_count_gradient(packed, unary, transition,
-                                                    label_weights[0], self._workspace)
-            loss += weight * penalty
-            d_state += weight * packed.weight_gradient(d_unary)
-            d_transition += weight * d_edges
-        return loss
+    def _proportions(self, label_sums, n_tokens):
+        """The label-proportion penalty of a step's ``n_tokens`` unlabelled tokens and its
+        gradient, with ``pi_hat`` a running mean over about the last epoch: the gradient of
+        ``N_u KL(pi || pi_hat)`` w.r.t. a sequence's expected label counts is ``-pi / pi_hat``
+        with ``pi_hat`` the mean marginal over *all* unlabelled tokens, not the step's."""
+        keep = max(0.0, 1.0 - n_tokens / self.n_unlabelled_tokens)
+        self._label_mass = keep * self._label_mass + label_sums[0]
+        self._token_mass = keep * self._token_mass + n_tokens
+        running_sums = self._label_mass * (n_tokens / self._token_mass)
+        return LabelProportionPenalty(self.target, n_tokens).value_and_gradient(
+            running_sums[None, :])

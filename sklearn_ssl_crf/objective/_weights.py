@@ -56,6 +56,35 @@ def penalised_negative_log_likelihood(data, layout, c2):
     return objective
 
 
+def add_unlabelled_terms(sum_chunks, add_gradient, state, transition, gamma, weight,
+                         proportions, entropy_gradient="lattice"):
+    """Adds the gradient of the unlabelled sequences' terms
+
+        -gamma * H(unlabelled) + weight * proportion penalty
+
+    to a gradient, and returns ``(negative entropy, penalty)``.
+
+    ``sum_chunks(term, state, transition, *args)`` sums a chunk term (`chunk_unlabelled_terms`,
+    `chunk_label_count_gradient`) over the unlabelled sequences; ``add_gradient(scale, d_state,
+    d_transition)`` adds ``scale`` times a gradient w.r.t. ``state``, ``transition`` to the
+    caller's gradient; ``proportions(label_sums)`` gives the penalty and its gradient w.r.t. a
+    token's marginals, both of shape (1, n_labels), from the unlabelled tokens' summed
+    marginals, shape (1, n_labels) (a `LabelProportionPenalty`'s ``value_and_gradient`` for
+    L-BFGS; for stochastic steps, one that keeps a running estimate). The entropy's gradient is
+    computed only when ``gamma > 0``, the penalty's only when ``weight > 0``.
+    """
+    negative_entropy, d_state, d_transition, label_sums = sum_chunks(
+        chunk_unlabelled_terms, state, transition, entropy_gradient if gamma > 0 else None)
+    if gamma > 0:
+        add_gradient(-gamma, d_state, d_transition)
+    penalty, label_weights = proportions(label_sums[None, :])
+    if weight > 0:
+        d_state, d_transition = sum_chunks(chunk_label_count_gradient, state, transition,
+                                           label_weights[0])
+        add_gradient(weight, d_state, d_transition)
+    return negative_entropy, penalty
+
+
 def entropy_regularised_objective(labelled, unlabelled, layout, c2, target, gamma, weight,
                                   entropy_gradient="lattice"):
     """``theta -> (value, gradient)`` of minus the entropy-regularised objective
@@ -68,26 +97,25 @@ def entropy_regularised_objective(labelled, unlabelled, layout, c2, target, gamm
     `ChunkedSequences`; ``entropy_gradient`` names the entropy gradient's algorithm."""
     supervised = penalised_negative_log_likelihood(labelled, layout, c2)
     n_unlabelled = sum(chunk.n_tokens for chunk in unlabelled.chunks)
-    proportions = LabelProportionPenalty(target, n_unlabelled)
-    method = entropy_gradient if gamma > 0 else None
+    # N_u KL(pi || pi_hat) and its gradient w.r.t. each token's label marginals.
+    proportions = LabelProportionPenalty(target, n_unlabelled).value_and_gradient
     parts = {}
 
     def objective(theta):
         value, gradient = supervised(theta)
         parts["likelihood"] = float(-(value - l2_penalty(theta, c2)))
+
+        def add_gradient(scale, d_state, d_transition):
+            np.add(gradient, scale * layout.pack(d_state, d_transition), out=gradient)
+
         state, transition = layout.unpack(theta)
-        negative_entropy, d_state, d_transition, label_sums = unlabelled.sum(
-            chunk_unlabelled_terms, state, transition, method)
+        negative_entropy, penalty = add_unlabelled_terms(
+            unlabelled.sum, add_gradient, state, transition, gamma, weight, proportions,
+            entropy_gradient)
         if gamma > 0:
             value -= gamma * negative_entropy
-            gradient -= gamma * layout.pack(d_state, d_transition)
-        # N_u KL(pi || pi_hat) and its gradient w.r.t. each token's label marginals.
-        penalty, label_weights = proportions.value_and_gradient(label_sums[None, :])
         if weight > 0:
-            d_state, d_transition = unlabelled.sum(
-                chunk_label_count_gradient, state, transition, label_weights[0])
             value += weight * penalty
-            gradient += weight * layout.pack(d_state, d_transition)
         parts.update(objective=float(-value), unlabelled_entropy=float(-negative_entropy),
                      proportion_kl=penalty / n_unlabelled)
         return value, gradient
