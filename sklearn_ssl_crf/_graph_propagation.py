@@ -28,15 +28,15 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
 
     Every vertex of a similarity graph holds a distribution over the labels. A vertex with
     labelled tokens is clamped to the empirical distribution of their labels; every other
-    vertex starts uniform and, in Jacobi steps, becomes the weighted average of its
-    neighbours' distributions::
+    vertex becomes the weighted average of its neighbours' distributions::
 
-        q_v <- sum_u w_uv q_u / d_v,    d_v = sum_u w_uv
+        q_v = sum_u w_uv q_u / d_v,    d_v = sum_u w_uv
 
-    (the gradient step of eq. 22 on ``sum_uv w_uv ||q_u - q_v||^2`` with step size
-    ``1 / d_v``, renormalised onto the simplex), until no entry moves by more than ``tol``.
-    The fixed point is the harmonic solution of Zhu et al. (2003): on a component of the
-    graph with a clamped vertex, every free vertex is the average of its neighbours.
+    the fixed point of the paper's steps on ``sum_uv w_uv ||q_u - q_v||^2`` (eq. 22, step
+    size ``1 / d_v``) and the harmonic solution of Zhu et al. (2003). It is found by
+    solving that linear system with conjugate gradients, which needs far fewer passes over
+    the graph than the paper's steps, until no free vertex differs from the average of its
+    neighbours by more than ``tol``.
 
     Labels of the training tokens (``transduction_``):
 
@@ -63,12 +63,13 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
     word_key : str, default='word.lower'
         The key of a token's word in the feature dicts, for 'trigram'.
     max_iterations : int, default=1000
-        Maximum number of Jacobi steps; a `ConvergenceWarning` says when they were not
-        enough (large sparse graphs can need thousands).
+        Maximum number of conjugate-gradient iterations; a `ConvergenceWarning` says when
+        they were not enough.
     tol : float, default=1e-6
-        Stop when no entry of a distribution changed by more than ``tol`` in a step.
+        Stop when no entry of a free vertex's distribution differs from the average of its
+        neighbours' by more than ``tol``.
     verbose : bool, default=False
-        Print the largest change after every step.
+        Print that largest difference after every iteration.
 
     Attributes
     ----------
@@ -84,7 +85,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         X_unlabeled): the gold labels of the labelled sequences, the propagated labels of
         the unlabelled ones.
     n_iter_ : int
-        Jacobi steps run.
+        Conjugate-gradient iterations run.
     termination_condition_ : {'converged', 'max_iter'}
         Why propagation stopped ('converged' also when no vertex was free to move).
 
@@ -178,8 +179,9 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
             self.graph_.weights, counts, self.max_iterations, self.tol, self.verbose)
         if self.termination_condition_ == "max_iter":
             warnings.warn(f"GraphPropagation stopped after max_iterations={self.max_iterations} "
-                          f"steps before the distributions changed by less than tol={self.tol};"
-                          " raise max_iterations", ConvergenceWarning, stacklevel=2)
+                          f"iterations before every distribution was within tol={self.tol} of "
+                          "its neighbours' average; raise max_iterations", ConvergenceWarning,
+                          stacklevel=2)
         token_codes = self._token_codes(labelled_tokens, codes, counts.any(axis=1))
         labels = np.asarray(self.classes_, dtype=object)[token_codes]
         self.transduction_ = [part.tolist() for part in np.split(labels, sequences.offsets[1:-1])]
@@ -227,33 +229,66 @@ def _vertex_label_counts(vertices, codes, n_vertices, n_labels):
 
 
 def _propagate(weights, counts, max_iterations, tol, verbose):
-    """Jacobi steps of label propagation.
+    """The harmonic solution of label propagation, by conjugate gradients.
 
     ``counts`` (vertices x labels) are the labelled tokens' label counts per vertex: a
-    vertex with any is clamped to their distribution. Returns the distributions, the number
-    of steps and why they stopped.
+    vertex with any is clamped to their distribution. Every other vertex that a clamped
+    vertex reaches solves ``d_v q_v - sum_u w_uv q_u = 0``: the system
+    ``(D - W)_FF q_F = W_FC q_C`` over the free vertices F, symmetric positive definite on
+    the components holding a clamped vertex. It is solved for all labels at once by
+    Jacobi-preconditioned conjugate gradients, each label's column with its own step sizes,
+    until no free vertex differs from the average of its neighbours by more than ``tol``
+    (the largest change a Jacobi step of eq. 22 would make). Vertices no clamped vertex
+    reaches stay uniform. Returns the distributions, the number of iterations and why they
+    stopped.
     """
     n_vertices, n_labels = counts.shape
     clamped = counts.any(axis=1)
     distributions = np.full((n_vertices, n_labels), 1.0 / n_labels)
     distributions[clamped] = counts[clamped] / counts[clamped].sum(axis=1, keepdims=True)
+    weights = sp.csr_matrix(weights)
     degrees = np.asarray(weights.sum(axis=1)).ravel()
-    free = np.flatnonzero(~clamped & (degrees > 0))
+    free = np.flatnonzero(~clamped & (degrees > 0) & _reached(weights, clamped))
     if free.size == 0:
         return distributions, 0, "converged"
-    # Row v: the weights of v's neighbours divided by v's degree, so one product averages.
-    averaging = sp.diags(1.0 / degrees[free]) @ weights[free]
-    for iteration in range(1, max_iterations + 1):
-        updated = averaging @ distributions
-        updated /= updated.sum(axis=1, keepdims=True)
-        change = np.abs(updated - distributions[free]).max()
-        distributions[free] = updated
+    rows = weights[free]
+    system = sp.diags(degrees[free]) - rows[:, free]
+    inverse_degrees = 1.0 / degrees[free][:, None]
+    solution = distributions[free]
+    residual = rows[:, np.flatnonzero(clamped)] @ distributions[clamped] - system @ solution
+    preconditioned = residual * inverse_degrees
+    direction = preconditioned.copy()
+    residual_norms = np.einsum("ij,ij->j", residual, preconditioned)
+    iteration, termination = 0, "max_iter"
+    while True:
+        # residual / d_v is the average of v's neighbours minus q_v.
+        change = np.abs(preconditioned).max()
         if verbose:
-            print(f"GraphPropagation: step {iteration}, largest change {change:.3g}",
-                  flush=True)
+            print(f"GraphPropagation: iteration {iteration}, largest distance from the "
+                  f"neighbours' average {change:.3g}", flush=True)
         if change <= tol:
-            return distributions, iteration, "converged"
-    return distributions, max_iterations, "max_iter"
+            termination = "converged"
+            break
+        if iteration == max_iterations:
+            break
+        iteration += 1
+        product = system @ direction
+        curvature = np.einsum("ij,ij->j", direction, product)
+        step = np.divide(residual_norms, curvature, out=np.zeros(n_labels),
+                         where=curvature > 0)
+        solution += step * direction
+        residual -= step * product
+        np.multiply(residual, inverse_degrees, out=preconditioned)
+        new_norms = np.einsum("ij,ij->j", residual, preconditioned)
+        direction *= np.divide(new_norms, residual_norms, out=np.zeros(n_labels),
+                               where=residual_norms > 0)
+        direction += preconditioned
+        residual_norms = new_norms
+    # Exactly, each row sums to 1 and is non-negative (an average of clamped
+    # distributions); the solve's rounding is taken back onto the simplex.
+    np.maximum(solution, 0.0, out=solution)
+    distributions[free] = solution / solution.sum(axis=1, keepdims=True)
+    return distributions, iteration, termination
 
 
 def _reached(weights, clamped):

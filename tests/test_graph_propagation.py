@@ -81,25 +81,59 @@ def test_distributions_are_the_harmonic_solution(seed):
     np.testing.assert_allclose(q.sum(axis=1), 1, rtol=1e-12)
 
 
-def test_one_step_is_the_neighbour_average():
-    # Eq. 22 with step 1 / d_v: q_v becomes the weighted average of its neighbours.
+def paper_steps(weights, clamped, distributions, n_steps):
+    """The paper's steps (eq. 22, step size 1 / d_v): every free vertex becomes the weighted
+    average of its neighbours, all at once. An independent route to the same fixed point."""
+    weights = sp.csr_matrix(weights)
+    degrees = np.asarray(weights.sum(axis=1)).ravel()
+    free = np.flatnonzero(~clamped & (degrees > 0))
+    q = distributions.copy()
+    for _ in range(n_steps):
+        q[free] = (weights[free] @ q) / degrees[free, None]
+    return q
+
+
+def test_the_paper_steps_reach_the_same_fixed_point():
+    # A trigram graph over 200 synthetic sentences, 20 of them labelled.
+    X, y = make_sequences(200, features="dict", random_state=0)
+    graph = trigram_graph(X, 10, word_key="word")
+    y_partial = y[:20] + [None] * 180
+    gp = GraphPropagation(graph=graph, tol=1e-10).fit(X, y_partial)
+    assert gp.termination_condition_ == "converged"
+    counts = np.zeros((graph.n_vertices, len(gp.classes_)))
+    labelled = np.concatenate([np.asarray(labels) for labels in y[:20]])
+    tokens = graph.token_vertices[:labelled.size]
+    assert (tokens >= 0).all()
+    np.add.at(counts, (tokens, [gp.classes_.index(label) for label in labelled]), 1.0)
+    clamped = counts.any(axis=1)
+    start = np.full_like(counts, 1 / counts.shape[1])
+    start[clamped] = counts[clamped] / counts[clamped].sum(axis=1, keepdims=True)
+    reference = paper_steps(graph.weights, clamped, start, 20_000)
+    np.testing.assert_allclose(gp.label_distributions_, reference, atol=1e-7)
+    # In as many passes over the graph, the paper's steps are still far from it.
+    assert gp.n_iter_ < 200
+    assert np.abs(paper_steps(graph.weights, clamped, start, gp.n_iter_)
+                  - reference).max() > 1e-3
+
+
+def test_conjugate_gradients_end_within_the_free_vertices_and_warn_at_the_cap():
     weights = symmetric(4, [(0, 2, 3.0), (1, 2, 1.0), (2, 3, 2.0)])
     graph = SimilarityGraph(weights, [0, 1, 2, 3])
-    with pytest.warns(ConvergenceWarning, match="max_iterations=1 steps"):
-        gp = GraphPropagation(graph=graph, max_iterations=1).fit(
-            sequences_of([2, 2]), [["a", "b"], None])
-    # Start: 0 -> (1, 0), 1 -> (0, 1), 2 and 3 uniform. Vertex 2: (3 (1, 0) + 1 (0, 1)
-    # + 2 (0.5, 0.5)) / 6; vertex 3 averages the old (uniform) vertex 2: a Jacobi step.
-    np.testing.assert_allclose(gp.label_distributions_[2], [4 / 6, 2 / 6])
-    np.testing.assert_allclose(gp.label_distributions_[3], [0.5, 0.5])
-    assert gp.n_iter_ == 1 and gp.termination_condition_ == "max_iter"
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        gp.set_params(max_iterations=1000, tol=1e-12).fit(sequences_of([2, 2]),
+        gp = GraphPropagation(graph=graph, tol=1e-12).fit(sequences_of([2, 2]),
                                                           [["a", "b"], None])
-    # Harmonic: vertex 3 hangs on vertex 2 alone, and 2 averages 0 and 1 (3 : 1).
-    np.testing.assert_allclose(gp.label_distributions_[2:], [[0.75, 0.25]] * 2, atol=1e-10)
-    assert gp.termination_condition_ == "converged" and 1 < gp.n_iter_ < 1000
+    # Harmonic: vertex 3 hangs on vertex 2 alone, and 2 averages 0 and 1 (3 : 1). Two free
+    # vertices: conjugate gradients are exact after two iterations.
+    np.testing.assert_allclose(gp.label_distributions_[2:], [[0.75, 0.25]] * 2, atol=1e-12)
+    assert gp.termination_condition_ == "converged" and gp.n_iter_ == 2
+    with pytest.warns(ConvergenceWarning, match="max_iterations=1 iterations"):
+        gp.set_params(max_iterations=1).fit(sequences_of([2, 2]), [["a", "b"], None])
+    assert gp.n_iter_ == 1 and gp.termination_condition_ == "max_iter"
+    # Stopped early, the distributions are still distributions.
+    assert (gp.label_distributions_ >= 0).all()
+    np.testing.assert_allclose(gp.label_distributions_.sum(axis=1), 1, rtol=1e-12)
+    assert np.abs(gp.label_distributions_[2:] - [[0.75, 0.25]] * 2).max() > 1e-3
 
 
 def test_nothing_to_propagate():
@@ -192,8 +226,8 @@ def test_verbose_prints_progress(capsys):
     graph = SimilarityGraph(symmetric(3, [(0, 2, 3.0), (1, 2, 1.0)]), [0, 1, 2])
     GraphPropagation(graph=graph, verbose=True).fit(sequences_of([2, 1]), [["a", "b"], None])
     assert capsys.readouterr().out.splitlines() == [
-        "GraphPropagation: step 1, largest change 0.25",
-        "GraphPropagation: step 2, largest change 0",
+        "GraphPropagation: iteration 0, largest distance from the neighbours' average 0.25",
+        "GraphPropagation: iteration 1, largest distance from the neighbours' average 0",
     ]
 
 
