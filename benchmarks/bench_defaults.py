@@ -74,9 +74,6 @@ LANGUAGES = {"English": ("ud_english_ewt", "en_ewt"), "German": ("ud_german_gsd"
 POS_LABELLED = 100
 OCR_PER_WORD = 2
 NER_LABELLED, NER_UNLABELLED = 200, 2000
-# Jacobi steps of graph propagation: its default 1,000 stops short on these graphs (up to
-# 4,464 were needed), and a baseline must not be weakened.
-GP_ITERATIONS = 10_000
 # The parameter capping each estimator's semi-supervised iterations.
 ITERATION_CAPS = {"EntropyRegularizedCRF": "semi_supervised_iterations",
                   "GraphPRCRF": "em_iterations"}
@@ -122,26 +119,33 @@ def semi_supervised_row(model, seconds, fixed_seconds, error):
 
 # -- part-of-speech ---------------------------------------------------------------------
 
-def pos_draw(draw, sentences, tags, args):
+def pos_pool(draw, sentences, tags, quick=False):
+    """Draw ``draw`` of the POS protocol: the pool's features (labelled sentences first),
+    its partial labels, the gold labels of the unlabelled sentences and the number
+    labelled."""
     rng = np.random.default_rng(draw)
     order = rng.permutation(len(sentences))
     labelled, unlabelled = order[:POS_LABELLED], order[POS_LABELLED:]
-    if args.quick:
+    if quick:
         unlabelled = unlabelled[:300]
     pool = np.concatenate([labelled, unlabelled])
     features = WindowFeatures(window=1, suffixes=(1, 2, 3))
     X = features.fit_transform([sentences[i] for i in pool])
     y_labelled = [tags[i] for i in labelled]
     gold = [tags[i] for i in unlabelled]
-    y_partial = y_labelled + [None] * len(unlabelled)
-    n = len(labelled)
+    return X, y_labelled + [None] * len(unlabelled), gold, len(labelled)
+
+
+def pos_draw(draw, sentences, tags, args):
+    X, y_partial, gold, n = pos_pool(draw, sentences, tags, args.quick)
+    y_labelled = y_partial[:n]
     rows, fits = {}, {"random_state": draw, "n_jobs": args.n_jobs}
     crf, seconds = timed_fit(CRFCV(**fits), X[:n], y_labelled)
     rows["CRFCV"] = {"error": token_errors(crf.predict(X[n:]), gold), "seconds": seconds,
                      "best_params": crf.best_params_}
     rows["sklearn-crfsuite 0.1/0.1"] = {
         "error": token_errors(crfsuite_predict(X[:n], y_labelled, X[n:]), gold)}
-    gp, seconds = timed_fit(GraphPropagation(graph="trigram", max_iterations=GP_ITERATIONS),
+    gp, seconds = timed_fit(GraphPropagation(graph="trigram"),
                             X, y_partial)
     rows["GP"] = {"error": token_errors(gp.transduction_[n:], gold), "seconds": seconds}
     pr, seconds = timed_fit(GraphPRCRF(graph="trigram", **fits), X, y_partial)
@@ -155,7 +159,7 @@ def pos_draw(draw, sentences, tags, args):
         fixed = fixed_setting_seconds(er, X[:n], y_labelled, X_unlabeled=X[n:])
         rows["ER"] = semi_supervised_row(er, seconds, fixed, token_errors(er.predict(X[n:]),
                                                                           gold))
-    return {"rows": rows, "n_unlabelled": len(unlabelled)}
+    return {"rows": rows, "n_unlabelled": len(gold)}
 
 
 def part_pos(args):
@@ -173,7 +177,10 @@ def part_pos(args):
 
 # -- handwriting ------------------------------------------------------------------------
 
-def ocr_draw(draw, images, labels, vectors, args):
+def ocr_pool(draw, images, labels, vectors, order=1, quick=False):
+    """Draw ``draw`` of the handwriting protocol: the pool's pixel features (labelled words
+    first; a window of one letter at order 1, the letter alone at order 2), its k-NN graph,
+    its partial labels, the gold labels of the unlabelled words and the number labelled."""
     rng = np.random.default_rng(draw)
     words = ["".join(letters) for letters in labels]
     by_word = {}
@@ -182,22 +189,27 @@ def ocr_draw(draw, images, labels, vectors, args):
     labelled = np.array([i for word in sorted(by_word)
                          for i in rng.choice(by_word[word], OCR_PER_WORD, replace=False)])
     unlabelled = rng.permutation(np.setdiff1d(np.arange(len(images)), labelled))
-    if args.quick:
+    if quick:
         unlabelled = unlabelled[:300]
     pool = np.concatenate([labelled, unlabelled])
-    window = 1 if args.order == 1 else 0
+    window = 1 if order == 1 else 0
     X = WindowRows(window=window).fit_transform([images[i].astype(float) for i in pool])
     graph = knn_graph([vectors[i] for i in pool], n_neighbors=KNN_NEIGHBORS, **KNN_SETTINGS)
-    n = len(labelled)
     y_labelled = [labels[i] for i in labelled]
-    y_partial = y_labelled + [None] * len(unlabelled)
     gold = [labels[i] for i in unlabelled]
+    return X, graph, y_labelled + [None] * len(unlabelled), gold, len(labelled)
+
+
+def ocr_draw(draw, images, labels, vectors, args):
+    X, graph, y_partial, gold, n = ocr_pool(draw, images, labels, vectors, args.order,
+                                            args.quick)
+    y_labelled = y_partial[:n]
     rows = {}
     fits = {"order": args.order, "random_state": draw, "n_jobs": args.n_jobs}
     crf, seconds = timed_fit(CRFCV(**fits), X[:n], y_labelled)
     rows["CRFCV"] = {"error": token_errors(crf.predict(X[n:]), gold), "seconds": seconds,
                      "best_params": crf.best_params_}
-    gp, seconds = timed_fit(GraphPropagation(graph=graph, max_iterations=GP_ITERATIONS),
+    gp, seconds = timed_fit(GraphPropagation(graph=graph),
                             X, y_partial)
     rows["GP"] = {"error": token_errors(gp.transduction_[n:], gold), "seconds": seconds}
     pr, seconds = timed_fit(GraphPRCRF(graph=graph, **fits),
@@ -206,7 +218,7 @@ def ocr_draw(draw, images, labels, vectors, args):
     rows["PR"] = semi_supervised_row(pr, seconds, fixed,
                                      token_errors(pr.transduction_[n:], gold))
     rows["PR-theta"] = {"error": token_errors(pr.predict(X[n:]), gold)}
-    return {"rows": rows, "n_unlabelled": len(unlabelled)}
+    return {"rows": rows, "n_unlabelled": len(gold)}
 
 
 def part_ocr(args):

@@ -16,8 +16,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import featurise_training_input
+from ._sequences import SequenceMatrix
 from ._tags import LabelledSequenceTagsMixin
-from ._validation import as_sequence_list, check_labels, concatenate_inputs, encode_labels
+from ._validation import (
+    as_sequence_list,
+    check_labels,
+    concatenate_inputs,
+    encode_labels,
+    sequence_lengths,
+)
 from .graph import SimilarityGraph, resolve_graph
 
 __all__ = ["GraphPropagation"]
@@ -188,12 +195,21 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         return self
 
     def _fit_inputs(self, X, y):
-        """Featurise X, check y, learn ``classes_``.
+        """Check y, learn ``classes_``, and featurise X if the graph is built from its
+        feature rows (``graph='knn'``).
 
-        Returns the `SequenceMatrix` of X, the indices of the labelled tokens (all
+        Returns the `SequenceMatrix` of X (without columns when X is lists of tokens and
+        the graph is not built from feature rows: propagation needs only the sequences'
+        lengths), the indices of the labelled tokens (all
         sequences end to end) and their label codes.
         """
-        _, sequences, _ = featurise_training_input(X)
+        lists = isinstance(X, list) and len(X) > 0 and all(type(seq) is list for seq in X)
+        if lists and not (isinstance(self.graph, str) and self.graph == "knn"):
+            # Sequences of token dicts (or tokens): only their lengths are needed.
+            offsets = np.concatenate([[0], np.cumsum(sequence_lengths(X))])
+            sequences = SequenceMatrix(sp.csr_matrix((int(offsets[-1]), 0)), offsets)
+        else:
+            _, sequences, _ = featurise_training_input(X)
         labelled = check_labels(y, sequences.lengths)
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence (every entry is None)")
