@@ -3,6 +3,7 @@ handwritten words, §4.3), optionally with their neighbours' rows as context.
 """
 
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -10,12 +11,13 @@ from sklearn.preprocessing import normalize
 
 from .._sequences import SequenceMatrix
 from .._validation import is_matrix_input, matrices_to_sequence_matrix
+from ._approximate import approximate_mutual_knn, faiss_module
 from ._search import _check_positive_int, _check_real, _mutual_knn
 from ._similarity_graph import SimilarityGraph, _token_positions
 
 
 def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
-              max_block_entries=2**22):
+              max_block_entries=2**22, algorithm="auto"):
     """Mutual k-nearest-neighbour graph with one vertex per token (He et al. 2013 §4.3).
 
     Tokens are compared by the cosine ``s(u, v)`` of their feature rows (the paper's
@@ -40,6 +42,15 @@ def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
         About how many similarities are held at once: a block of rows is compared with all
         tokens, ``block rows x n_tokens <= max_block_entries`` (at least one row; blocks of
         sparse rows are sized by a bound on their nonzero similarities instead).
+    algorithm : {'auto', 'exact', 'hnsw'}, default='auto'
+        How each token's candidates are found. 'exact': compared with every token, in
+        blocks (time grows with the square of the tokens: about 3 minutes for 10^5 rows of
+        128 pixels on 2 cores). 'hnsw': from an approximate nearest-neighbour index
+        (faiss's HNSW; the optional extra ``ann``, ``pip install faiss-cpu``), searched for
+        ``2 * n_neighbors + 1`` candidates per token whose similarities are then computed
+        exactly; sparse rows wider than 256 columns enter the index reduced by truncated
+        SVD. It finds most, not all, of the exact graph's neighbours (98 % on letter-like
+        rows). 'auto': 'hnsw' from 200,000 tokens when faiss is installed, else 'exact'.
 
     Returns
     -------
@@ -83,20 +94,43 @@ def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
     if self_weight is not None:
         self_weight = _check_real(self_weight, "self_weight", "(0, 1]",
                                   lambda value: 0 < value <= 1)
+    if algorithm not in ("auto", "exact", "hnsw"):
+        raise ValueError(f"algorithm must be 'auto', 'exact' or 'hnsw', got {algorithm!r}")
     sequences = _feature_sequences(X)
+    if algorithm == "auto":
+        algorithm = ("hnsw" if sequences.n_tokens >= _APPROXIMATE_FROM and _has_faiss()
+                     else "exact")
+    if algorithm == "hnsw":
+        faiss_module()  # the install hint before any work
+        search = approximate_mutual_knn
+    else:
+        search = partial(_mutual_knn, max_block_entries=max_block_entries)
     own = normalize(sequences.matrix)
     if self_weight is None or self_weight == 1:
         floor = 0.0 if min_similarity is None else max(min_similarity, 0.0)
-        weights = _mutual_knn(own, n_neighbors, max_block_entries, min_similarity=floor)
+        weights = search(own, n_neighbors, min_similarity=floor)
     else:
         left, right = _neighbour_rows(own, sequences.offsets)
         context = np.sqrt(1 - self_weight) * sp.hstack([left, right], format="csr")
         # Without a row of its own a token has no similarity s, only its neighbours'.
         excluded = np.asarray(abs(own).sum(axis=1)).ravel() == 0
-        weights = _mutual_knn(context, n_neighbors, max_block_entries, own_rows=own,
-                              own_weight=self_weight, min_own_similarity=min_similarity,
-                              excluded=excluded if excluded.any() else None)
+        weights = search(context, n_neighbors, own_rows=own, own_weight=self_weight,
+                         min_own_similarity=min_similarity,
+                         excluded=excluded if excluded.any() else None)
     return SimilarityGraph(weights, np.arange(sequences.n_tokens))
+
+
+def _has_faiss():
+    try:
+        faiss_module()
+    except ImportError:
+        return False
+    return True
+
+
+# From this many tokens 'auto' searches approximately (the exact search of 10^5 letters
+# takes about 3 minutes on 2 cores, and grows with the square).
+_APPROXIMATE_FROM = 200_000
 
 
 def _feature_sequences(X):

@@ -84,6 +84,12 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
                     np.subtract(block, shift, out=block, where=outside)
             candidates = _dense_candidates(block, first, n_neighbors, min_similarity, excluded)
             kept.append(_kept_rows(candidates, n_neighbors, first, last, index_dtype))
+    return _mutual_weights(kept, n_rows, index_dtype)
+
+
+def _mutual_weights(kept, n_rows, index_dtype):
+    """The symmetric weights of the mutual pairs among the kept ones (``_kept_rows`` pieces
+    of consecutive blocks of rows): each weight the smaller of the pair's two values."""
     counts, targets, values = (np.concatenate(parts) for parts in zip(*kept))
     del kept
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
