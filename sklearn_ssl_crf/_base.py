@@ -240,19 +240,30 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         """
         return self.predict([xseq])[0]
 
-    def predict_marginals(self, X):
+    def predict_marginals(self, X, *, as_arrays=False):
         """Posterior probability of every label at every position.
 
         Parameters
         ----------
         X : list of sequences, list of feature matrices, or SequenceMatrix
+        as_arrays : bool, default=False
+            Return one array per sequence instead of a dict per token: no Python object
+            per token, for large inputs.
 
         Returns
         -------
-        marginals : list of lists of dict
-            ``marginals[i][t][label]`` is ``p(y_t = label | x_i)``.
+        marginals : list of lists of dict, or list of ndarray
+            ``marginals[i][t][label]`` is ``p(y_t = label | x_i)``; with ``as_arrays``,
+            ``marginals[i]`` has shape (n_tokens_i, n_classes), its columns in the order of
+            ``classes_``.
         """
         sequences = self._transform(X)
+        if as_arrays:
+            if sequences.n_tokens == 0:
+                marginals = np.zeros((0, len(self.classes_)))
+            else:
+                marginals = self._infer(posterior_marginals, sequences)
+            return np.split(marginals, sequences.offsets[1:-1])
         if sequences.n_tokens == 0:
             return [[] for _ in range(len(sequences))]
         marginals = self._infer(posterior_marginals, sequences)

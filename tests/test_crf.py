@@ -222,6 +222,19 @@ def test_marginals_are_distributions_consistent_with_predict():
     assert flat_agree > 0.95
 
 
+def test_marginals_as_arrays_are_the_dicts():
+    X, y = random_tagging_data(20)
+    crf = CRF(c2=0.1).fit(X, y)
+    X_test = X[:5] + [[]] + X[5:8]  # an empty sequence among them
+    dicts = crf.predict_marginals(X_test)
+    arrays = crf.predict_marginals(X_test, as_arrays=True)
+    assert [a.shape for a in arrays] == [(len(x), len(crf.classes_)) for x in X_test]
+    for sequence, array in zip(dicts, arrays):
+        expected = np.array([[p[label] for label in crf.classes_] for p in sequence])
+        np.testing.assert_array_equal(array, expected.reshape(array.shape))
+    assert crf.predict_marginals([[]], as_arrays=True)[0].shape == (0, len(crf.classes_))
+
+
 def test_unlabelled_sequences_are_skipped():
     X, y = random_tagging_data(30)
     with_unlabelled = CRF(c2=0.1).fit(X + X[:5], y + [None] * 5)
