@@ -53,12 +53,14 @@ def viterbi_batch(unary, transition, layout):
     backpointers = np.zeros(unary.shape, dtype=np.intp)
     delta = np.empty_like(unary)
     delta[layout.block(0)] = unary[layout.block(0)]
+    # candidates[b, current, previous]: the reductions run along the contiguous last axis.
+    transposed = np.ascontiguousarray(transition.T)
     for t, size in enumerate(layout.batch_sizes[1:], start=1):
         rows = layout.block(t)
-        candidates = delta[layout.block(t - 1, size)][:, :, None] + transition
-        best_previous = candidates.argmax(axis=1)
+        candidates = delta[layout.block(t - 1, size)][:, None, :] + transposed
+        best_previous = candidates.argmax(axis=2)
         backpointers[rows] = best_previous
-        delta[rows] = np.take_along_axis(candidates, best_previous[:, None, :], axis=1)[:, 0]
+        delta[rows] = np.take_along_axis(candidates, best_previous[:, :, None], axis=2)[:, :, 0]
         delta[rows] += unary[rows]
     paths = np.empty(unary.shape[0], dtype=np.int64)
     best_scores = np.zeros(layout.n_sequences)
