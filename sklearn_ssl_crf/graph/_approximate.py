@@ -13,7 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.decomposition import TruncatedSVD
 
-from ._search import _dense_if_dense_enough, _kept_rows, _mutual_weights
+from ._search import _kept_rows, _mutual_weights
+from ._similarity_graph import _token_positions
 
 # The index's settings: links per vertex (M), and the candidate lists while adding
 # (efConstruction) and searching (efSearch). On 10^5 letter-like rows (OCR letters with 5 %
@@ -38,21 +39,29 @@ def faiss_module():
     return faiss
 
 
-def approximate_mutual_knn(rows, n_neighbors, min_similarity=0.0, own_rows=None,
-                           own_weight=0.0, min_own_similarity=None, excluded=None):
-    """`_search._mutual_knn`'s weights, each row's candidates found by an HNSW index
-    instead of compared with every row.
+def approximate_knn_weights(own, offsets, n_neighbors, min_similarity=None,
+                            self_weight=None):
+    """`knn_graph`'s weights, each token's candidates found by an HNSW index instead of
+    compared with every token.
 
-    The index holds ``[sqrt(own_weight) own_rows, rows]``, whose inner products are the
-    similarities ``_mutual_knn`` ranks by; it is searched for ``2 * n_neighbors + 1``
-    candidates per row, whose similarities are recomputed exactly before the filters and
-    the top ``n_neighbors``. The index is built with one thread (with more, its links
-    depend on the threads' timing); the search, which is deterministic, uses all of
-    faiss's threads.
+    ``own`` holds the tokens' unit rows (CSR), ``offsets`` the sequences' bounds. The index
+    holds ``[sqrt(a) own, sqrt(1 - a) left, sqrt(1 - a) right]`` (a = ``self_weight``; the
+    rows of each token's neighbours, zero where there is none; ``own`` alone without
+    ``self_weight``), whose inner products are the similarities `knn_graph` ranks by. It is
+    searched for ``2 * n_neighbors + 1`` candidates per token, whose similarities are
+    computed again exactly from ``own`` before `knn_graph`'s filters and the top
+    ``n_neighbors``. The vectors are built a block of rows at a time, in float32, without
+    the neighbours' rows as matrices of their own. The index is built with one thread (with
+    more, its links depend on the threads' timing); the search, which is deterministic,
+    uses all of faiss's threads.
     """
     faiss = faiss_module()
-    n_rows = rows.shape[0]
-    vectors = _index_vectors(rows, own_rows, own_weight)
+    own = sp.csr_matrix(own)
+    n_rows = own.shape[0]
+    alpha = 1.0 if self_weight is None else self_weight
+    position, length = _token_positions(offsets)
+    shifts = {} if alpha == 1 else {-1: position > 0, 1: position < length - 1}
+    vectors = _index_vectors(own, alpha, shifts)
     index = faiss.IndexHNSWFlat(vectors.shape[1], _CONNECTIVITY, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = _EXPANSION_ADD
     threads = faiss.omp_get_max_threads()
@@ -63,9 +72,9 @@ def approximate_mutual_knn(rows, n_neighbors, min_similarity=0.0, own_rows=None,
         faiss.omp_set_num_threads(threads)
     n_candidates = min(n_rows, 2 * n_neighbors + 1)
     index.hnsw.efSearch = max(_EXPANSION_SEARCH, n_candidates)
+    # Without a row of its own a token has no similarity s, only its neighbours'.
+    excluded = np.diff(own.indptr) == 0 if shifts else None
     index_dtype = np.int32 if n_rows * n_neighbors < 2**31 else np.int64
-    rows = _dense_if_dense_enough(rows)
-    own_rows = None if own_rows is None else _dense_if_dense_enough(own_rows)
     kept = []
     for start in range(0, n_rows, _BLOCK_ROWS):
         stop = min(start + _BLOCK_ROWS, n_rows)
@@ -75,33 +84,47 @@ def approximate_mutual_knn(rows, n_neighbors, min_similarity=0.0, own_rows=None,
         if excluded is not None:
             keep[keep] = ~excluded[found[keep]]
         sources, targets = sources[keep], found[keep]
-        values = _pair_similarities(rows, sources, targets)
-        keep = np.ones(sources.size, dtype=bool)
-        if own_rows is not None:
-            own = _pair_similarities(own_rows, sources, targets)
-            if min_own_similarity is not None:
-                keep = own > min_own_similarity
-            values += own_weight * own
-        keep &= values > min_similarity
+        own_similarity = _pair_similarities(own, sources, targets)
+        if shifts:
+            values = alpha * own_similarity
+            for shift, has_neighbour in shifts.items():
+                both = np.flatnonzero(has_neighbour[sources] & has_neighbour[targets])
+                values[both] += (1 - alpha) * _pair_similarities(
+                    own, sources[both] + shift, targets[both] + shift)
+            keep = values > 0
+            if min_similarity is not None:
+                keep &= own_similarity > min_similarity
+        else:
+            values = own_similarity
+            keep = values > (0.0 if min_similarity is None else max(min_similarity, 0.0))
         kept.append(_kept_rows((sources[keep], targets[keep], values[keep]), n_neighbors,
                                start, stop, index_dtype))
     return _mutual_weights(kept, n_rows, index_dtype)
 
 
-def _index_vectors(rows, own_rows, own_weight):
-    """The rows the index holds: dense float32, sparse parts wider than
-    `_INDEX_DIMENSIONS` reduced by truncated SVD (inner products kept approximately)."""
-    parts = [rows] if own_rows is None else [np.sqrt(own_weight) * own_rows, rows]
-    dense = []
-    for part in parts:
-        if sp.issparse(part) and part.shape[1] > _INDEX_DIMENSIONS:
-            part = TruncatedSVD(_INDEX_DIMENSIONS, random_state=0).fit_transform(part)
-        dense.append(part.toarray() if sp.issparse(part) else np.asarray(part))
-    return np.ascontiguousarray(np.hstack(dense), dtype=np.float32)
+def _index_vectors(own, alpha, shifts):
+    """The index's float32 vectors: ``sqrt(alpha) own`` and, for each shift, ``sqrt(1 -
+    alpha)`` times the row that many tokens on where it is in the same sequence; sparse rows
+    wider than `_INDEX_DIMENSIONS` reduced by truncated SVD."""
+    n_rows, width = own.shape
+    if width > _INDEX_DIMENSIONS:
+        reduced = TruncatedSVD(_INDEX_DIMENSIONS, random_state=0).fit_transform(own)
+        own, width = sp.csr_matrix(reduced), _INDEX_DIMENSIONS
+    vectors = np.zeros((n_rows, width * (1 + len(shifts))), dtype=np.float32)
+    for start in range(0, n_rows, _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, n_rows)
+        # The block and one row either side, for the neighbours' rows.
+        first, last = max(start - 1, 0), min(stop + 1, n_rows)
+        block = own[first:last].toarray()
+        rows = np.arange(start, stop)
+        vectors[start:stop, :width] = np.sqrt(alpha) * block[rows - first]
+        for column, (shift, has_neighbour) in enumerate(shifts.items(), start=1):
+            inside = rows[has_neighbour[start:stop]]
+            vectors[inside, column * width:(column + 1) * width] = (
+                np.sqrt(1 - alpha) * block[inside + shift - first])
+    return vectors
 
 
 def _pair_similarities(rows, sources, targets):
-    """``rows[sources[i]] @ rows[targets[i]]`` for every i."""
-    if sp.issparse(rows):
-        return np.asarray(rows[sources].multiply(rows[targets]).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", rows[sources], rows[targets])
+    """``rows[sources[i]] @ rows[targets[i]]`` for every i, of CSR rows."""
+    return np.einsum("ij,ij->i", rows[sources].toarray(), rows[targets].toarray())

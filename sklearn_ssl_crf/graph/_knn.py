@@ -3,7 +3,6 @@ handwritten words, §4.3), optionally with their neighbours' rows as context.
 """
 
 from collections.abc import Mapping
-from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,7 +10,7 @@ from sklearn.preprocessing import normalize
 
 from .._sequences import SequenceMatrix
 from .._validation import is_matrix_input, matrices_to_sequence_matrix
-from ._approximate import approximate_mutual_knn, faiss_module
+from ._approximate import approximate_knn_weights, faiss_module
 from ._search import _check_positive_int, _check_real, _mutual_knn
 from ._similarity_graph import SimilarityGraph, _token_positions
 
@@ -102,21 +101,21 @@ def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
                      else "exact")
     if algorithm == "hnsw":
         faiss_module()  # the install hint before any work
-        search = approximate_mutual_knn
-    else:
-        search = partial(_mutual_knn, max_block_entries=max_block_entries)
     own = normalize(sequences.matrix)
-    if self_weight is None or self_weight == 1:
+    if algorithm == "hnsw":
+        weights = approximate_knn_weights(own, sequences.offsets, n_neighbors,
+                                          min_similarity, self_weight)
+    elif self_weight is None or self_weight == 1:
         floor = 0.0 if min_similarity is None else max(min_similarity, 0.0)
-        weights = search(own, n_neighbors, min_similarity=floor)
+        weights = _mutual_knn(own, n_neighbors, max_block_entries, min_similarity=floor)
     else:
         left, right = _neighbour_rows(own, sequences.offsets)
         context = np.sqrt(1 - self_weight) * sp.hstack([left, right], format="csr")
         # Without a row of its own a token has no similarity s, only its neighbours'.
         excluded = np.asarray(abs(own).sum(axis=1)).ravel() == 0
-        weights = search(context, n_neighbors, own_rows=own, own_weight=self_weight,
-                         min_own_similarity=min_similarity,
-                         excluded=excluded if excluded.any() else None)
+        weights = _mutual_knn(context, n_neighbors, max_block_entries, own_rows=own,
+                              own_weight=self_weight, min_own_similarity=min_similarity,
+                              excluded=excluded if excluded.any() else None)
     return SimilarityGraph(weights, np.arange(sequences.n_tokens))
 
 
