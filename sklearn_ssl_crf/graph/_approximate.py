@@ -61,13 +61,20 @@ def approximate_knn_weights(own, offsets, n_neighbors, min_similarity=None,
     alpha = 1.0 if self_weight is None else self_weight
     position, length = _token_positions(offsets)
     shifts = {} if alpha == 1 else {-1: position > 0, 1: position < length - 1}
-    vectors = _index_vectors(own, alpha, shifts)
-    index = faiss.IndexHNSWFlat(vectors.shape[1], _CONNECTIVITY, faiss.METRIC_INNER_PRODUCT)
+    indexed = own
+    if own.shape[1] > _INDEX_DIMENSIONS:
+        indexed = TruncatedSVD(_INDEX_DIMENSIONS, random_state=0).fit_transform(own)
+        indexed = indexed.astype(np.float32)
+    dimensions = indexed.shape[1] * (1 + len(shifts))
+    index = faiss.IndexHNSWFlat(dimensions, _CONNECTIVITY, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = _EXPANSION_ADD
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
     try:
-        index.add(vectors)
+        # Added a block at a time (in order, as one add would), so that the index's copy is
+        # the only one of all the vectors.
+        for _, _, vectors in _vector_blocks(indexed, alpha, shifts):
+            index.add(vectors)
     finally:
         faiss.omp_set_num_threads(threads)
     n_candidates = min(n_rows, 2 * n_neighbors + 1)
@@ -76,9 +83,8 @@ def approximate_knn_weights(own, offsets, n_neighbors, min_similarity=None,
     excluded = np.diff(own.indptr) == 0 if shifts else None
     index_dtype = np.int32 if n_rows * n_neighbors < 2**31 else np.int64
     kept = []
-    for start in range(0, n_rows, _BLOCK_ROWS):
-        stop = min(start + _BLOCK_ROWS, n_rows)
-        found = index.search(vectors[start:stop], n_candidates)[1].astype(np.int64).ravel()
+    for start, stop, vectors in _vector_blocks(indexed, alpha, shifts):
+        found = index.search(vectors, n_candidates)[1].astype(np.int64).ravel()
         sources = np.repeat(np.arange(start, stop), n_candidates)
         keep = (found >= 0) & (found != sources)
         if excluded is not None:
@@ -102,27 +108,25 @@ def approximate_knn_weights(own, offsets, n_neighbors, min_similarity=None,
     return _mutual_weights(kept, n_rows, index_dtype)
 
 
-def _index_vectors(own, alpha, shifts):
-    """The index's float32 vectors: ``sqrt(alpha) own`` and, for each shift, ``sqrt(1 -
-    alpha)`` times the row that many tokens on where it is in the same sequence; sparse rows
-    wider than `_INDEX_DIMENSIONS` reduced by truncated SVD."""
-    n_rows, width = own.shape
-    if width > _INDEX_DIMENSIONS:
-        reduced = TruncatedSVD(_INDEX_DIMENSIONS, random_state=0).fit_transform(own)
-        own, width = sp.csr_matrix(reduced), _INDEX_DIMENSIONS
-    vectors = np.zeros((n_rows, width * (1 + len(shifts))), dtype=np.float32)
+def _vector_blocks(rows, alpha, shifts):
+    """(start, stop, float32 vectors) of consecutive blocks of the index's vectors:
+    ``sqrt(alpha)`` times the rows and, for each shift, ``sqrt(1 - alpha)`` times the row
+    that many tokens on where it is in the same sequence (zeros elsewhere)."""
+    n_rows, width = rows.shape
     for start in range(0, n_rows, _BLOCK_ROWS):
         stop = min(start + _BLOCK_ROWS, n_rows)
         # The block and one row either side, for the neighbours' rows.
         first, last = max(start - 1, 0), min(stop + 1, n_rows)
-        block = own[first:last].toarray()
-        rows = np.arange(start, stop)
-        vectors[start:stop, :width] = np.sqrt(alpha) * block[rows - first]
+        block = rows[first:last]
+        block = block.toarray() if sp.issparse(block) else block
+        local = np.arange(start, stop)
+        vectors = np.zeros((stop - start, width * (1 + len(shifts))), dtype=np.float32)
+        vectors[:, :width] = np.sqrt(alpha) * block[local - first]
         for column, (shift, has_neighbour) in enumerate(shifts.items(), start=1):
-            inside = rows[has_neighbour[start:stop]]
+            inside = np.flatnonzero(has_neighbour[start:stop])
             vectors[inside, column * width:(column + 1) * width] = (
-                np.sqrt(1 - alpha) * block[inside + shift - first])
-    return vectors
+                np.sqrt(1 - alpha) * block[inside + start + shift - first])
+        yield start, stop, vectors
 
 
 def _pair_similarities(rows, sources, targets):
