@@ -48,7 +48,7 @@ def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
         (faiss's HNSW; the optional extra ``ann``, ``pip install faiss-cpu``), searched for
         ``2 * n_neighbors + 1`` candidates per token whose similarities are then computed
         exactly; sparse rows wider than 256 columns enter the index reduced by truncated
-        SVD. It finds most, not all, of the exact graph's neighbours (98 % on letter-like
+        SVD. It finds most, not all, of the exact graph's edges (98 % on letter-like
         rows). 'auto': 'hnsw' from 200,000 tokens when faiss is installed, else 'exact'.
 
     Returns
