@@ -63,7 +63,7 @@ def approximate_knn_weights(own, offsets, n_neighbors, min_similarity=None,
     position, length = _token_positions(offsets)
     shifts = {} if alpha == 1 else {-1: position > 0, 1: position < length - 1}
     indexed = own
-    if own.shape[1] > _INDEX_DIMENSIONS:
+    if own.shape[1] > _INDEX_DIMENSIONS and n_rows > _INDEX_DIMENSIONS:
         indexed = TruncatedSVD(_INDEX_DIMENSIONS, random_state=0).fit_transform(own)
         indexed = indexed.astype(np.float32)
     dimensions = indexed.shape[1] * (1 + len(shifts))
@@ -81,7 +81,7 @@ def approximate_knn_weights(own, offsets, n_neighbors, min_similarity=None,
     n_candidates = min(n_rows, 2 * n_neighbors + 1)
     index.hnsw.efSearch = max(_EXPANSION_SEARCH, n_candidates)
     # Without a row of its own a token has no similarity s, only its neighbours'.
-    excluded = np.diff(own.indptr) == 0 if shifts else None
+    excluded = np.asarray(abs(own).sum(axis=1)).ravel() == 0 if shifts else None
     index_dtype = np.int32 if n_rows * n_neighbors < 2**31 else np.int64
     kept = []
     for start, stop, vectors in _vector_blocks(indexed, alpha, shifts):
@@ -131,5 +131,8 @@ def _vector_blocks(rows, alpha, shifts):
 
 
 def _pair_similarities(rows, sources, targets):
-    """``rows[sources[i]] @ rows[targets[i]]`` for every i, of CSR rows."""
+    """``rows[sources[i]] @ rows[targets[i]]`` for every i, of CSR rows (wide ones without
+    a dense copy of the gathered rows)."""
+    if rows.shape[1] > _INDEX_DIMENSIONS:
+        return np.asarray(rows[sources].multiply(rows[targets]).sum(axis=1)).ravel()
     return np.einsum("ij,ij->i", rows[sources].toarray(), rows[targets].toarray())
