@@ -200,8 +200,8 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
 
         Returns the `SequenceMatrix` of X (without columns when X is lists of tokens and
         the graph is not built from feature rows: propagation needs only the sequences'
-        lengths), the indices of the labelled tokens (all
-        sequences end to end) and their label codes.
+        lengths), the indices of the labelled tokens (all sequences end to end) and their
+        label codes.
         """
         lists = isinstance(X, list) and len(X) > 0 and all(type(seq) is list for seq in X)
         if lists and not (isinstance(self.graph, str) and self.graph == "knn"):
