@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklearn_ssl_crf.graph import _knn, knn_graph
+from sklearn_ssl_crf.datasets import make_sequences
+from sklearn_ssl_crf.graph import _approximate, knn_graph, trigram_graph
 
 pytest.importorskip("faiss", reason="the approximate search needs faiss-cpu (extra 'ann')")
 
@@ -82,7 +83,7 @@ def test_auto_is_exact_below_its_threshold_and_hnsw_above(monkeypatch):
     X = clustered_rows(1400, seed=5)
     exact = knn_graph(X, n_neighbors=6, algorithm="exact")
     assert (knn_graph(X, n_neighbors=6).weights != exact.weights).nnz == 0
-    monkeypatch.setattr(_knn, "_APPROXIMATE_FROM", 1000)
+    monkeypatch.setattr(_approximate, "APPROXIMATE_FROM", 1000)
     approximate = knn_graph(X, n_neighbors=6, algorithm="hnsw")
     assert (knn_graph(X, n_neighbors=6).weights != approximate.weights).nnz == 0
     # Without faiss, 'auto' stays exact and 'hnsw' says how to install it.
@@ -95,3 +96,15 @@ def test_auto_is_exact_below_its_threshold_and_hnsw_above(monkeypatch):
 def test_unknown_algorithm():
     with pytest.raises(ValueError, match="algorithm must be 'auto', 'exact' or 'hnsw'"):
         knn_graph(clustered_rows(20), algorithm="annoy")
+
+
+def test_trigram_graph_through_the_index():
+    X, _ = make_sequences(300, features="dict", random_state=0)
+    exact = trigram_graph(X, 10, word_key="word", algorithm="exact")
+    approximate = trigram_graph(X, 10, word_key="word", algorithm="hnsw")
+    np.testing.assert_array_equal(approximate.token_vertices, exact.token_vertices)
+    recall, difference = edge_recall(exact, approximate)
+    # The PMI rows' 256 SVD dimensions keep only part of the ranking (0.75 here, 0.42-0.77
+    # on UD text): the reason the trigram graph's default search is exact.
+    assert 0.6 < recall and difference < 1e-12, (recall, difference)
+    assert (trigram_graph(X, 10, word_key="word").weights != exact.weights).nnz == 0

@@ -40,12 +40,37 @@ def faiss_module():
     return faiss
 
 
-def approximate_knn_weights(own, offsets, n_neighbors, min_similarity=None,
-                            self_weight=None):
+# From this many vertices 'auto' searches approximately (the exact search of 10^5 letters
+# takes about 6 minutes on 2 cores, and grows with the square).
+APPROXIMATE_FROM = 200_000
+
+
+def search_algorithm(algorithm, n_vertices):
+    """'exact' or 'hnsw' for a builder's ``algorithm`` parameter and its number of vertices
+    ('auto': 'hnsw' from `APPROXIMATE_FROM` vertices when faiss is installed); an
+    ImportError with the install hint for 'hnsw' without faiss."""
+    if algorithm not in ("auto", "exact", "hnsw"):
+        raise ValueError(f"algorithm must be 'auto', 'exact' or 'hnsw', got {algorithm!r}")
+    if algorithm == "auto":
+        if n_vertices < APPROXIMATE_FROM:
+            return "exact"
+        try:
+            faiss_module()
+        except ImportError:
+            return "exact"
+        return "hnsw"
+    if algorithm == "hnsw":
+        faiss_module()
+    return algorithm
+
+
+def approximate_knn_weights(own, n_neighbors, min_similarity=None, self_weight=None,
+                            offsets=None):
     """`knn_graph`'s weights, each token's candidates found by an HNSW index instead of
     compared with every token.
 
-    ``own`` holds the tokens' unit rows (CSR), ``offsets`` the sequences' bounds. The index
+    ``own`` holds the tokens' unit rows (CSR), ``offsets`` the sequences' bounds (needed
+    with ``self_weight`` only; `trigram_graph` passes its types' rows without). The index
     holds ``[sqrt(a) own, sqrt(1 - a) left, sqrt(1 - a) right]`` (a = ``self_weight``; the
     rows of each token's neighbours, zero where there is none; ``own`` alone without
     ``self_weight``), whose inner products are the similarities `knn_graph` ranks by. It is
@@ -60,8 +85,10 @@ def approximate_knn_weights(own, offsets, n_neighbors, min_similarity=None,
     own = sp.csr_matrix(own)
     n_rows = own.shape[0]
     alpha = 1.0 if self_weight is None else self_weight
-    position, length = _token_positions(offsets)
-    shifts = {} if alpha == 1 else {-1: position > 0, 1: position < length - 1}
+    shifts = {}
+    if alpha < 1:
+        position, length = _token_positions(offsets)
+        shifts = {-1: position > 0, 1: position < length - 1}
     indexed = own
     if own.shape[1] > _INDEX_DIMENSIONS and n_rows > _INDEX_DIMENSIONS:
         indexed = TruncatedSVD(_INDEX_DIMENSIONS, random_state=0).fit_transform(own)

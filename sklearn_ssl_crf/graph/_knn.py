@@ -10,7 +10,7 @@ from sklearn.preprocessing import normalize
 
 from .._sequences import SequenceMatrix
 from .._validation import is_matrix_input, matrices_to_sequence_matrix
-from ._approximate import approximate_knn_weights, faiss_module
+from ._approximate import approximate_knn_weights, search_algorithm
 from ._search import _check_positive_int, _check_real, _mutual_knn
 from ._similarity_graph import SimilarityGraph, _token_positions
 
@@ -93,18 +93,12 @@ def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
     if self_weight is not None:
         self_weight = _check_real(self_weight, "self_weight", "(0, 1]",
                                   lambda value: 0 < value <= 1)
-    if algorithm not in ("auto", "exact", "hnsw"):
-        raise ValueError(f"algorithm must be 'auto', 'exact' or 'hnsw', got {algorithm!r}")
     sequences = _feature_sequences(X)
-    if algorithm == "auto":
-        algorithm = ("hnsw" if sequences.n_tokens >= _APPROXIMATE_FROM and _has_faiss()
-                     else "exact")
-    if algorithm == "hnsw":
-        faiss_module()  # the install hint before any work
+    algorithm = search_algorithm(algorithm, sequences.n_tokens)
     own = normalize(sequences.matrix)
     if algorithm == "hnsw":
-        weights = approximate_knn_weights(own, sequences.offsets, n_neighbors,
-                                          min_similarity, self_weight)
+        weights = approximate_knn_weights(own, n_neighbors, min_similarity, self_weight,
+                                          sequences.offsets)
     elif self_weight is None or self_weight == 1:
         floor = 0.0 if min_similarity is None else max(min_similarity, 0.0)
         weights = _mutual_knn(own, n_neighbors, max_block_entries, min_similarity=floor)
@@ -117,19 +111,6 @@ def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
                               own_weight=self_weight, min_own_similarity=min_similarity,
                               excluded=excluded if excluded.any() else None)
     return SimilarityGraph(weights, np.arange(sequences.n_tokens))
-
-
-def _has_faiss():
-    try:
-        faiss_module()
-    except ImportError:
-        return False
-    return True
-
-
-# From this many tokens 'auto' searches approximately (the exact search of 10^5 letters
-# takes about 3 minutes on 2 cores, and grows with the square).
-_APPROXIMATE_FROM = 200_000
 
 
 def _feature_sequences(X):
