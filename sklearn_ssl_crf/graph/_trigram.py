@@ -82,7 +82,7 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes=None,
         then scores the candidates exactly; 'auto': 'hnsw' from 200,000 types when faiss
         is installed. Not the default: on the UD pools of 18,000-38,000 types the index
         found only 42-77 % of the exact graph's edges, and the exact sparse search took
-        1-2 s against its 23-50 s.
+        1-2 s against its 23-53 s.
 
     Returns
     -------
