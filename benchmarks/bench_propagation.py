@@ -33,8 +33,9 @@ from sklearn_ssl_crf.graph import trigram_graph
 MAX_ITERATIONS = 10_000
 
 
-def pools(data_dir):
-    """(name, X, graph, partial labels, gold labels of the unlabelled, number labelled)."""
+def pools(data_dir, handwriting=True):
+    """(name, X, graph, partial labels, gold labels of the unlabelled, number labelled) of
+    the POS pools and, with ``handwriting``, of the handwriting pool."""
     for language, (folder, prefix) in LANGUAGES.items():
         sentences, tags = [], []
         for split in ("dev", "test"):
@@ -43,6 +44,8 @@ def pools(data_dir):
             tags += y
         X, y_partial, gold, n = pos_pool(0, sentences, tags)
         yield f"POS {language}", X, trigram_graph(X, n_neighbors=60), y_partial, gold, n
+    if not handwriting:
+        return
     images, labels, _ = read_ocr_letters(data_dir / "ocr" / "letters-folds0-4.data.gz")
     X, graph, y_partial, gold, n = ocr_pool(0, images, labels, ocr_graph_vectors(images, 0.7))
     yield "handwriting", X, graph, y_partial, gold, n
