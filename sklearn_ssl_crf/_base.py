@@ -258,15 +258,12 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
             ``classes_``.
         """
         sequences = self._transform(X)
-        if as_arrays:
-            if sequences.n_tokens == 0:
-                marginals = np.zeros((0, len(self.classes_)))
-            else:
-                marginals = self._infer(posterior_marginals, sequences)
-            return np.split(marginals, sequences.offsets[1:-1])
         if sequences.n_tokens == 0:
-            return [[] for _ in range(len(sequences))]
-        marginals = self._infer(posterior_marginals, sequences)
+            marginals = np.zeros((0, len(self.classes_)))
+        else:
+            marginals = self._infer(posterior_marginals, sequences)
+        if as_arrays:
+            return np.split(marginals, sequences.offsets[1:-1])
         classes = self.classes_
         rows = [dict(zip(classes, row)) for row in marginals.tolist()]
         offsets = sequences.offsets.tolist()

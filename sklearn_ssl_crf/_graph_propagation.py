@@ -182,14 +182,15 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key)
         counts = _vertex_label_counts(self.graph_.token_vertices[labelled_tokens], codes,
                                       self.graph_.n_vertices, len(self.classes_))
+        reached = _reached(self.graph_.weights, counts.any(axis=1))
         self.label_distributions_, self.n_iter_, self.termination_condition_ = _propagate(
-            self.graph_.weights, counts, self.max_iterations, self.tol, self.verbose)
+            self.graph_.weights, counts, reached, self.max_iterations, self.tol, self.verbose)
         if self.termination_condition_ == "max_iter":
             warnings.warn(f"GraphPropagation stopped after max_iterations={self.max_iterations} "
                           f"iterations before every distribution was within tol={self.tol} of "
                           "its neighbours' average; raise max_iterations", ConvergenceWarning,
                           stacklevel=2)
-        token_codes = self._token_codes(labelled_tokens, codes, counts.any(axis=1))
+        token_codes = self._token_codes(labelled_tokens, codes, reached)
         labels = np.asarray(self.classes_, dtype=object)[token_codes]
         self.transduction_ = [part.tolist() for part in np.split(labels, sequences.offsets[1:-1])]
         return self
@@ -221,13 +222,14 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         labelled_tokens = np.flatnonzero(np.repeat(is_labelled, sequences.lengths))
         return sequences, labelled_tokens, codes
 
-    def _token_codes(self, labelled_tokens, codes, clamped):
-        """The label code of every token (rules in the class docstring)."""
+    def _token_codes(self, labelled_tokens, codes, reached):
+        """The label code of every token (rules in the class docstring); ``reached``: the
+        vertices that share a component with a clamped vertex."""
         vertices = self.graph_.token_vertices
         n_labels = len(self.classes_)
         has_vertex = vertices[labelled_tokens] >= 0
         vertex_codes = self.label_distributions_.argmax(axis=1)
-        vertex_codes[~_reached(self.graph_.weights, clamped)] = _most_frequent(
+        vertex_codes[~reached] = _most_frequent(
             codes[has_vertex], codes, n_labels)
         token_codes = np.where(vertices >= 0, vertex_codes[vertices],
                                _most_frequent(codes[~has_vertex], codes, n_labels))
@@ -244,12 +246,12 @@ def _vertex_label_counts(vertices, codes, n_vertices, n_labels):
     return counts.reshape(n_vertices, n_labels).astype(np.float64)
 
 
-def _propagate(weights, counts, max_iterations, tol, verbose):
+def _propagate(weights, counts, reached, max_iterations, tol, verbose):
     """The harmonic solution of label propagation, by conjugate gradients.
 
     ``counts`` (vertices x labels) are the labelled tokens' label counts per vertex: a
     vertex with any is clamped to their distribution. Every other vertex that a clamped
-    vertex reaches solves ``d_v q_v - sum_u w_uv q_u = 0``: the system
+    vertex reaches (``reached``, `_reached`) solves ``d_v q_v - sum_u w_uv q_u = 0``: the system
     ``(D - W)_FF q_F = W_FC q_C`` over the free vertices F, symmetric positive definite on
     the components holding a clamped vertex. It is solved for all labels at once by
     Jacobi-preconditioned conjugate gradients, each label's column with its own step sizes,
@@ -264,7 +266,7 @@ def _propagate(weights, counts, max_iterations, tol, verbose):
     distributions[clamped] = counts[clamped] / counts[clamped].sum(axis=1, keepdims=True)
     weights = sp.csr_matrix(weights)
     degrees = np.asarray(weights.sum(axis=1)).ravel()
-    free = np.flatnonzero(~clamped & (degrees > 0) & _reached(weights, clamped))
+    free = np.flatnonzero(~clamped & (degrees > 0) & reached)
     if free.size == 0:
         return distributions, 0, "converged"
     rows = weights[free]
