@@ -441,9 +441,10 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
                     features[key(*index)] = float(weights[index])
         return features
 
-    def _set_weight_blocks(self, blocks):
+    def _set_weight_blocks(self, blocks, allowed=None):
         """Fitted weights from `WeightLayout.blocks`: W, bigram and, at order 2, trigram and
-        skip-bigram weights."""
+        skip-bigram weights, and the transition entries allowed (`WeightLayout.allowed`)."""
+        self.allowed_transitions_ = allowed
         state, transition, *second_order = (np.array(block) for block in blocks)
         self.state_weights_, self.transition_weights_ = state, transition
         self.trigram_weights_, self.skip_weights_ = second_order or (None, None)
@@ -466,5 +467,5 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
     def _transition_potentials(self):
         """The kernels' transition potentials of the fitted weights."""
         return transition_potentials(self.transition_weights_, self.trigram_weights_,
-                                     self.skip_weights_)
+                                     self.skip_weights_, self.allowed_transitions_)
 

@@ -66,7 +66,8 @@ class CRFCV(SemiSupervisedPath):
     cv_results_ : dict or None
         Every candidate's held-out scores, as in `EntropyRegularizedCRF`.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
+trigram_weights_, skip_weights_, allowed_transitions_, state_features_, \
+transition_features_, size_, \
 training_log_, termination_condition_, vectorizer_
         As in `CRF` (``training_log_`` of the final fit).
 

@@ -188,7 +188,8 @@ class GraphPRCRF(SemiSupervisedPath):
         ``em_iterations`` ran, with a `~sklearn.exceptions.ConvergenceWarning`); otherwise
         as in `EntropyRegularizedCRF`.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
+trigram_weights_, skip_weights_, allowed_transitions_, state_features_, \
+transition_features_, size_, \
 vectorizer_
         As in `CRF`.
 

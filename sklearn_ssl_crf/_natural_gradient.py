@@ -14,8 +14,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseCRF, unlabelled_sequences
-from ._crf import _check_dev_pair, _label_cooccurrence
-from ._parameters import WeightLayout, transition_masks
+from ._crf import _check_dev_pair
+from ._parameters import WeightLayout
 from ._selection import _BestEpoch
 from ._semi_supervised import target_proportions
 from ._stochastic import _Samples
@@ -137,7 +137,8 @@ class NaturalGradientCRF(BaseCRF):
         `~sklearn.exceptions.ConvergenceWarning`) or 'not_finite' (the loss overflowed);
         the last entry of ``training_log_`` says it in words (``stop``).
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
+trigram_weights_, skip_weights_, allowed_transitions_, state_features_, \
+transition_features_, size_, \
 vectorizer_
         As in `CRF`.
 
@@ -289,9 +290,13 @@ vectorizer_
                                     prepared=supervised.prepared)
             if samples.n_samples > labelled.size:
                 phases.append(("semi-supervised", samples))
+        allowed = supervised.seen_structure(self.all_possible_transitions)
+        for _, data in phases:
+            data.transition_layout.allowed = allowed
         trainer = self._new_trainer(supervised, rng)
         # The trainer's (W, T) laid end to end are this layout's parameter vector.
-        layout = WeightLayout(self.num_attributes_, len(self.classes_), order=self.order)
+        layout = WeightLayout(self.num_attributes_, len(self.classes_), order=self.order,
+                              allowed=allowed)
         callback, kept = None, _BestEpoch(has_spans(self.classes_))
         if X_dev is not None:
             scorer = self._dev_scorer(X_dev, y_dev, layout)
@@ -330,7 +335,7 @@ vectorizer_
             trainer.set_weights(*kept.weights)
             self.best_iteration_, self.validation_scores_ = kept.epoch, kept.scores
         self._trainer, self._rng = trainer, rng
-        self._set_weights(trainer)
+        self._set_weights(trainer, allowed)
         self.training_log_ = log
         self.n_iter_ = n_iter
         self._set_termination(result.termination_condition, result.message, "max_iterations")
@@ -380,6 +385,8 @@ vectorizer_
             self.target_proportions_ = target_proportions(self.label_proportions,
                                                           self.classes_, codes)
         samples = self._samples(sequences, labelled, codes, self._has_unlabelled_terms())
+        allowed = samples.seen_structure(self.all_possible_transitions,
+                                         None if first else self.allowed_transitions_)
         if first:
             self._random = check_random_state(self.random_state)
             self._rng = np.random.default_rng(self._random.randint(2**31))
@@ -394,7 +401,8 @@ vectorizer_
         self._set_l2(trainer, self._n_seen)
         trainer.grow(self.num_attributes_)
         if not self.all_possible_states or not self.all_possible_transitions:
-            state_mask, transition_mask = self._masks(samples)
+            state_mask, transition_mask = samples.weight_masks(
+                self.all_possible_states, self.all_possible_transitions)
             trainer.state_mask = _union(trainer.state_mask, state_mask)
             trainer.transition_mask = _union(trainer.transition_mask, transition_mask)
         batches = self._epoch_batches(samples, self._rng)
@@ -403,7 +411,7 @@ vectorizer_
         self.n_iter_ += 1
         self.training_log_.append({"num": self.n_iter_, "loss": float(loss),
                                    "learning_rate": trainer.learning_rate()})
-        self._set_weights(trainer)
+        self._set_weights(trainer, allowed)
         return self
 
     def _partial_inputs(self, X, y, classes):
@@ -460,26 +468,11 @@ vectorizer_
             return samples.batches
         return [samples.batches[k] for k in rng.permutation(len(samples.batches))]
 
-    def _masks(self, samples):
-        """Weights allowed to be non-zero (None: all), from the labelled sequences."""
-        if self.all_possible_states and self.all_possible_transitions:
-            return None, None
-        labelled = samples.labelled_packed()
-        n_labels = len(self.classes_)
-        state = transition = None
-        if not self.all_possible_states:
-            state = _label_cooccurrence(labelled, n_labels) != 0
-        if not self.all_possible_transitions:
-            # In the trainer's layout: the transition blocks' rows one after another.
-            transition = np.concatenate([
-                mask.reshape(-1, n_labels)
-                for mask in transition_masks(labelled.transition_counts).values()])
-        return state, transition
-
     def _new_trainer(self, samples, rng):
         """A trainer with zero weights and ``eta0`` given or calibrated."""
         n_labels = len(self.classes_)
-        state_mask, transition_mask = self._masks(samples)
+        state_mask, transition_mask = samples.weight_masks(
+            self.all_possible_states, self.all_possible_transitions)
         transition_rows = samples.transition_layout.size // n_labels
 
         def make_trainer(eta0):
@@ -508,10 +501,10 @@ vectorizer_
         trainer.lam_transitions = (None if self.c2_transitions is None
                                    else 2.0 * self.c2_transitions / n_samples)
 
-    def _set_weights(self, trainer):
+    def _set_weights(self, trainer, allowed):
         state, transition = trainer.weights()
         layout = WeightLayout(0, len(self.classes_), order=self.order)
-        self._set_weight_blocks([state, *layout.blocks(transition.ravel())[1:]])
+        self._set_weight_blocks([state, *layout.blocks(transition.ravel())[1:]], allowed)
 
 
 def _union(mask, new):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-__all__ = ["WeightLayout", "transition_potentials", "transition_masks"]
+__all__ = ["WeightLayout", "transition_potentials", "transition_masks", "seen_structure"]
 
 
 def transition_masks(counts):
@@ -15,7 +15,21 @@ def transition_masks(counts):
             "skip_mask": counts[:n_labels].sum(axis=1) > 0}
 
 
-def transition_potentials(bigram, trigram=None, skip=None):
+def seen_structure(counts):
+    """The entries of a second-order transition tensor that may occur (`WeightLayout`'s
+    ``allowed``), from the counts of its entries: the label triples seen and, as a
+    sequence's first two labels, the pairs seen anywhere (a sentence may start with any pair
+    that occurs, while a triple never seen cannot be predicted). None when nothing was
+    seen."""
+    if not counts.any():
+        return None
+    n_labels = counts.shape[1]
+    allowed = counts > 0
+    allowed[n_labels] |= counts.sum(axis=0) > 0
+    return allowed
+
+
+def transition_potentials(bigram, trigram=None, skip=None, allowed=None):
     """The kernels' transition potentials from transition weights.
 
     Parameters
@@ -27,6 +41,8 @@ def transition_potentials(bigram, trigram=None, skip=None):
         None: a first-order chain.
     skip : ndarray of shape (S, S), default=None
         Weights of ``(y_{t-2}, y_t)`` (with trigram only).
+    allowed : ndarray of bool of shape (S + 1, S, S), default=None
+        The entries that may occur (with trigram only); the others are -inf. None: all.
 
     Returns
     -------
@@ -39,6 +55,8 @@ def transition_potentials(bigram, trigram=None, skip=None):
         return bigram
     transition = trigram + bigram
     transition[:-1] += skip[:, None, :]
+    if allowed is not None:
+        transition[~allowed] = -np.inf
     return transition
 
 
@@ -60,11 +78,15 @@ class WeightLayout:
     order : {1, 2}, default=1
     trigram_mask : ndarray of bool of shape (n_labels + 1, n_labels, n_labels), default=None
     skip_mask : ndarray of bool of shape (n_labels, n_labels), default=None
+    allowed : ndarray of bool of shape (n_labels + 1, n_labels, n_labels), default=None
+        Order 2: the transition-tensor entries that may occur (`transition_potentials`);
+        None: all.
     """
 
     def __init__(self, n_attributes, n_labels, state_mask=None, transition_mask=None,
-                 order=1, trigram_mask=None, skip_mask=None):
+                 order=1, trigram_mask=None, skip_mask=None, allowed=None):
         self.order = order
+        self.allowed = allowed
         shapes = [(n_attributes, n_labels), (n_labels, n_labels)]
         masks = [state_mask, transition_mask]
         if order == 2:
@@ -87,7 +109,7 @@ class WeightLayout:
     def unpack(self, theta):
         """``(W, transition potentials)`` from a parameter vector (`transition_potentials`)."""
         state, *transition = self.blocks(theta)
-        return state, transition_potentials(*transition)
+        return state, transition_potentials(*transition, allowed=self.allowed)
 
     def pack(self, state, transition):
         """Parameter vector (or gradient) from W and transition potentials of full size (or
@@ -98,6 +120,11 @@ class WeightLayout:
                       transition[:n_labels].sum(axis=1)]
         else:
             blocks = [state, transition]
+        return self.vector(blocks)
+
+    def vector(self, blocks):
+        """The parameter vector of weight arrays of full size (as `blocks` gives them; the
+        entries outside the masks are dropped)."""
         return np.concatenate([
             block.ravel() if mask is None else block[mask]
             for block, mask in zip(blocks, self._masks)])

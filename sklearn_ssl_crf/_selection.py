@@ -63,7 +63,7 @@ class _HeldOut:
         def score(theta, state=None):
             if predictor is not None and state is not None:
                 return self.scorer_(_Predictions(predictor(state)), self.sequences, self.gold)
-            view._set_weight_blocks(fold.layout.blocks(theta))
+            view._set_weight_blocks(fold.layout.blocks(theta), fold.layout.allowed)
             return self.scorer_(view, self.sequences, self.gold)
 
         return score

@@ -97,7 +97,8 @@ class SelfTrainingCRF(SemiSupervisedPath):
     best_params_, validation_scores_, cv_results_
         As in `EntropyRegularizedCRF`, per round.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
+trigram_weights_, skip_weights_, allowed_transitions_, state_features_, \
+transition_features_, size_, \
 vectorizer_
         As in `CRF`.
 

@@ -159,7 +159,8 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
     target_proportions_ : ndarray of shape (n_labels,)
         ``pi``, in the order of ``classes_``.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, state_features_, transition_features_, size_, \
+trigram_weights_, skip_weights_, allowed_transitions_, state_features_, \
+transition_features_, size_, \
 vectorizer_
         As in `CRF`.
 
@@ -389,7 +390,8 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
     ----------
     best_params_, best_iteration_, n_iter_, validation_scores_, cv_results_, \
 training_log_, target_proportions_, classes_, attributes_, num_attributes_, \
-state_weights_, transition_weights_, trigram_weights_, skip_weights_, state_features_, \
+state_weights_, transition_weights_, trigram_weights_, skip_weights_, \
+allowed_transitions_, state_features_, \
 transition_features_, size_, termination_condition_, vectorizer_
         As in `EntropyRegularizedCRF`.
 

@@ -6,7 +6,8 @@ terms of `objective` (the unlabelled ones with a running mean of the label propo
 import numpy as np
 import scipy.sparse as sp
 
-from ._parameters import WeightLayout
+from ._crf import _label_cooccurrence
+from ._parameters import WeightLayout, seen_structure, transition_masks
 from .inference import Workspace, chain_statistics
 from .objective import LabelProportionPenalty
 from .objective._weights import add_unlabelled_terms, chunk_log_likelihood
@@ -60,6 +61,35 @@ class _Samples:
         return PackedSequences(self.sequences.matrix[:rows],
                                self.sequences.lengths[:self.n_labelled], self.codes,
                                self.n_labels, order=self.order)
+
+    def weight_masks(self, all_possible_states, all_possible_transitions):
+        """The trainer's weights allowed to be non-zero (None: all), from the labelled
+        sequences: ``(state_mask, transition_mask)``."""
+        if all_possible_states and all_possible_transitions:
+            return None, None
+        labelled = self.labelled_packed()
+        state = transition = None
+        if not all_possible_states:
+            state = _label_cooccurrence(labelled, self.n_labels) != 0
+        if not all_possible_transitions:
+            # In the trainer's layout: the transition blocks' rows one after another.
+            transition = np.concatenate([
+                mask.reshape(-1, self.n_labels)
+                for mask in transition_masks(labelled.transition_counts).values()])
+        return state, transition
+
+    def seen_structure(self, all_possible_transitions, previous=None):
+        """The transition entries that may occur (`WeightLayout.allowed`, also set on
+        ``transition_layout``): at order 2 without all possible transitions, those seen in
+        the labelled sequences and in ``previous`` (earlier calls to ``partial_fit``); None
+        otherwise."""
+        allowed = None
+        if self.order == 2 and not all_possible_transitions:
+            allowed = seen_structure(self.labelled_packed().transition_counts)
+            if previous is not None:
+                allowed = previous if allowed is None else allowed | previous
+        self.transition_layout.allowed = allowed
+        return allowed
 
     def _prepare(self, i):
         """Attributes of labelled sequence ``i``, its feature matrix over them and its

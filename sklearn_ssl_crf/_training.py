@@ -415,7 +415,7 @@ class SemiSupervisedPath(CRF):
         self.best_iteration_ = best_iteration
         self.validation_scores_ = validation_scores
         self.training_log_, self.n_iter_ = self._final_log(run)
-        self._set_weight_blocks(fold.layout.blocks(result.theta))
+        self._set_weight_blocks(fold.layout.blocks(result.theta), fold.layout.allowed)
         self._finish(problem, fold, result)
         condition, message, cap = (result.termination_condition, result.message,
                                    self._phase_cap_name)

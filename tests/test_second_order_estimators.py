@@ -2,6 +2,7 @@
 second order can learn, and the scikit-learn API."""
 
 import copy
+import itertools
 import pickle
 
 import numpy as np
@@ -22,6 +23,7 @@ from sklearn_ssl_crf import (
 )
 from sklearn_ssl_crf._validation import encode_labels
 from sklearn_ssl_crf.graph import knn_graph
+from sklearn_ssl_crf.inference.restricted import PairStructure
 from sklearn_ssl_crf.objective import label_count_gradient, unlabelled_terms
 from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
 from sklearn_ssl_crf.parallel import ChunkedSequences, PackedSequences, transition_counts
@@ -197,3 +199,77 @@ def test_entropies_of_inputs_without_tokens(order):
     model = CRF(order=order, max_iterations=5).fit(X, y)
     np.testing.assert_array_equal(model.predict_entropy([[], []]), [0.0, 0.0])
     assert model.most_uncertain_spans([[]], 2) == [None]
+
+
+def sparse_tagging_data(n_sequences=40, seed=0):
+    """Sequences over five labels, each followed by one of two others: few of the label
+    triples occur, so `all_possible_transitions=False` restricts the chain."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_sequences):
+        tags = [int(rng.integers(5))]
+        for _ in range(int(rng.integers(0, 7))):
+            tags.append((tags[-1] + int(rng.integers(1, 3))) % 5)
+        y.append(["ABCDE"[t] for t in tags])
+        X.append([{"w": f"{'ABCDE'[t]}{rng.integers(0, 3)}", "n": f"n{rng.integers(4)}"}
+                  for t in tags])
+    return X, y
+
+
+def test_restricted_gradients_match_finite_differences():
+    X, y = sparse_tagging_data(20, seed=1)
+    sequences = SequenceVectorizer().fit_transform(X)
+    classes, codes = encode_labels(y)
+    data = ChunkedSequences(sequences, codes, len(classes), chunk_tokens=30, order=2)
+    crf = CRF(order=2, all_possible_transitions=False)
+    crf.classes_, crf.num_attributes_ = classes, sequences.n_features
+    layout = crf._weight_layout(data)
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=layout.size)
+    assert PairStructure.of(layout.unpack(theta)[1]) is not None   # the restricted kernels
+    objective = penalised_negative_log_likelihood(data, layout, layout.l2_strengths(0.7, 0.05))
+    finite_difference_check(objective, theta, rng)
+    packed = PackedSequences(sequences.matrix, sequences.lengths)
+
+    def negative_entropy(theta):
+        state, transition = layout.unpack(theta)
+        value, d_unary, d_transition, _ = unlabelled_terms(
+            packed, packed.unary(state), transition, entropy_gradient="lattice")
+        return value, layout.pack(packed.weight_gradient(d_unary), d_transition)
+
+    finite_difference_check(negative_entropy, theta, rng)
+
+
+def test_restricted_with_every_triple_seen_is_the_dense_model():
+    # Every label sequence of length 4 over two labels: every triple and first pair occurs.
+    y = [list(labels) for labels in itertools.product("AB", repeat=4)]
+    rng = np.random.default_rng(0)
+    X = [[{"w": f"{tag}{rng.integers(2)}"} for tag in tags] for tags in y]
+    restricted = CRF(order=2, all_possible_transitions=False, max_iterations=30).fit(X, y)
+    dense = CRF(order=2, max_iterations=30).fit(X, y)
+    assert restricted.allowed_transitions_.all() and dense.allowed_transitions_ is None
+    np.testing.assert_array_equal(restricted.trigram_weights_, dense.trigram_weights_)
+    np.testing.assert_array_equal(restricted.state_weights_, dense.state_weights_)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: CRF(order=2, c2=0.01),
+    lambda: fixed(EntropyRegularizedCRF(order=2, c2=0.01, gamma=0.1, proportion_weight=1.0)),
+    lambda: NaturalGradientCRF(order=2, c2=0.01, max_iterations=30, random_state=0),
+], ids=["crf", "entropy", "natural-gradient"])
+def test_restricted_chain_predicts_only_triples_seen(make):
+    X, y = second_order_task()
+    X_test, y_test = second_order_task(40, seed=1)
+    # Test tokens that say nothing: the chain alone decides.
+    X_test = [[{"w": "unknown"}] * 3 for _ in X_test]
+    model = make().set_params(all_possible_transitions=False)
+    model.fit(X + X_test, y + [None] * len(X_test))
+    allowed = model.allowed_transitions_
+    n_labels = len(model.classes_)
+    # Seen: the triples (P, M, P) and (Q, M, Q); as first pairs, every pair seen.
+    assert allowed[:n_labels].sum() == 2 and allowed[n_labels].sum() == 4
+    assert {"".join(labels) for labels in model.predict(X_test)} <= {"PMP", "QMQ"}
+    for marginals in model.predict_marginals(X_test):
+        assert marginals[0]["M"] == 0.0 and marginals[1]["M"] == pytest.approx(1.0)
+        assert marginals[0]["P"] == pytest.approx(marginals[2]["P"], abs=1e-12)
+    assert np.isfinite(model.predict_entropy(X_test)).all()

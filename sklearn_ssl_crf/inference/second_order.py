@@ -25,6 +25,8 @@ step with ``transition[S]`` repeated over ``y_{t-2}``.
 import numpy as np
 from scipy.special import logsumexp
 
+from .restricted import PairStructure, RestrictedPairLattice
+
 __all__ = ["pair_lattice", "PairLattice", "LogSpacePairLattice", "viterbi_pairs",
            "pair_additive_expectation", "pair_position_entropies"]
 
@@ -33,12 +35,29 @@ _MIN_SCALE = 1e-280
 
 
 def pair_lattice(unary, transition, layout, workspace):
-    """Forward-backward of second-order chains: a `PairLattice`, or a `LogSpacePairLattice`
+    """Forward-backward of second-order chains: a `PairLattice`, a `RestrictedPairLattice`
+    when most entries of ``transition`` are -inf (not allowed), or a `LogSpacePairLattice`
     when the scaled recursion could lose mass to underflow."""
-    lattice = PairLattice(unary, transition, layout, workspace)
+    structure = PairStructure.of(transition)
+    if structure is None:
+        lattice = PairLattice(unary, transition, layout, workspace)
+    else:
+        lattice = RestrictedPairLattice(unary, transition, layout, structure, workspace)
     if lattice.is_exact:
         return lattice
     return LogSpacePairLattice(unary, transition, layout)
+
+
+def _dense(lattice):
+    """The pair arrays over all S^2 pairs that the expectation and entropy recursions read:
+    a restricted lattice's chains again through `PairLattice` (disallowed entries have step
+    0)."""
+    if not isinstance(lattice, RestrictedPairLattice):
+        return lattice
+    dense = PairLattice(lattice.unary, lattice.transition, lattice.layout, lattice.workspace)
+    if dense.is_exact:
+        return dense
+    return LogSpacePairLattice(lattice.unary, lattice.transition, lattice.layout)
 
 
 def _step_tensors(values):
@@ -277,7 +296,11 @@ def pair_additive_expectation(lattice, unary_terms=None, transition_terms=None,
                               gradient=True):
     """`entropy.additive_expectation_batch` for second-order lattices: ``g(y) = sum_t
     unary_terms[t, y_t] + the transition terms of y`` (shape (S + 1, S, S), scored like the
-    potentials)."""
+    potentials; where the potentials are -inf, the terms are ignored: those triples have
+    probability 0)."""
+    lattice = _dense(lattice)
+    if transition_terms is not None:
+        transition_terms = np.where(np.isneginf(transition_terms), 0.0, transition_terms)
     if isinstance(lattice, PairLattice):
         return _scaled_pair_expectation(lattice, unary_terms, transition_terms, gradient)
     return _conditional_pair_expectation(lattice, unary_terms, transition_terms, gradient)
@@ -404,6 +427,7 @@ def pair_position_entropies(lattice):
         ``H(Y_t | Y_{t-1}, Y_{t-2}, x)`` (``H(Y_1 | Y_0, x)`` at position 1, ``H(Y_0 | x)`` at
         0): the chain rule's terms, whose sum over a chain is its entropy.
     """
+    lattice = _dense(lattice)
     layout = lattice.layout
     node = -_xlogx(lattice.node_marginals()).sum(axis=1)
     pair_conditional = node.copy()

@@ -61,7 +61,9 @@ def log_likelihood(packed, unary, transition, workspace=None):
     np.negative(d_unary, out=d_unary)
     gold = packed.label_index
     d_unary.reshape(-1)[gold] += 1.0
-    gold_score = unary.reshape(-1)[gold].sum() + (packed.transition_counts * transition).sum()
+    seen = packed.transition_counts != 0   # the others may be -inf (not allowed)
+    gold_score = (unary.reshape(-1)[gold].sum()
+                  + packed.transition_counts[seen] @ transition[seen])
     return gold_score - lattice.log_z.sum(), d_unary, d_transition
 
 

@@ -1,0 +1,218 @@
+"""Second-order chains restricted to allowed label pairs and triples.
+
+A second-order transition tensor (S + 1, S, S), scored as in `second_order`, may hold -inf
+where a triple ``(y_{t-2}, y_{t-1}, y_t)`` (or, in ``transition[S]``, a first pair) is not
+allowed: a labelling using one has probability 0. The forward-backward recursions then run
+over the P pair states ``(y_{t-1}, y_t)`` that some allowed entry ends in, and each step is
+one sparse product with the K allowed triples, instead of S products of (batch, S) by
+(S, S): O(K) work per token instead of O(S^3), and O(P) memory instead of O(S^2).
+
+Arrays are pair-major, (P, n_rows) with one column per packed row (position 0, which has no
+previous label, keeps its node values (S, rows of position 0) apart), so that every step is
+a sparse matrix times a dense block.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["PairStructure", "RestrictedPairLattice"]
+
+# Smallest normaliser accepted by the scaled recursion, as in `chain.ScaledLattice`.
+_MIN_SCALE = 1e-280
+
+
+class PairStructure:
+    """The pair states and triples of a second-order chain whose disallowed entries are -inf.
+
+    Parameters
+    ----------
+    allowed : ndarray of bool of shape (S + 1, S, S)
+        ``allowed[a, b, c]``: the triple ``(a, b, c)`` (``a = S``: the first pair ``(b, c)``)
+        may occur.
+
+    Attributes
+    ----------
+    first, second : ndarray of int of shape (P,)
+        ``y_{t-1}`` and ``y_t`` of each pair state, ordered by ``first``.
+    starts : ndarray of int
+        The pair states allowed at positions 0 and 1.
+    triples : tuple of three ndarrays of int of shape (K,)
+        ``(a, b, c)`` of the allowed triples whose ``(a, b)`` is a pair state.
+    """
+
+    def __init__(self, allowed):
+        n_labels = allowed.shape[1]
+        is_state = allowed.any(axis=0)
+        first, second = np.nonzero(is_state)
+        self.n_labels, self.n_pairs = n_labels, first.size
+        self.first, self.second = first, second
+        index = np.full((n_labels, n_labels), -1)
+        index[first, second] = np.arange(first.size)
+        self.starts = np.flatnonzero(allowed[n_labels][first, second])
+        a, b, c = np.nonzero(allowed[:n_labels] & is_state[:, :, None])
+        self.triples = (a, b, c)
+        source, target = index[a, b], index[b, c]
+        # (S, P): sums the pair states ending in each label.
+        self.last_label = sp.csr_matrix((np.ones(first.size), (second, np.arange(first.size))),
+                                        shape=(n_labels, first.size))
+        # Expected triple counts, per middle label b: the targets (b, c) are a segment of
+        # the states; the sources (a, b) one of the states ordered by last label.
+        self.by_second = np.argsort(second, kind="stable")
+        position_by_second = np.empty_like(self.by_second)
+        position_by_second[self.by_second] = np.arange(first.size)
+        self._middles = []
+        for middle in np.unique(b):
+            sources = np.flatnonzero(second[self.by_second] == middle)
+            targets = np.flatnonzero(first == middle)
+            chosen = np.flatnonzero(b == middle)
+            self._middles.append((
+                slice(sources[0], sources[-1] + 1), slice(targets[0], targets[-1] + 1),
+                chosen, position_by_second[source[chosen]] - sources[0],
+                target[chosen] - targets[0]))
+        shape = (first.size, first.size)
+        self._forward = _pattern(target, source, shape)
+        self._backward = _pattern(source, target, shape)
+
+    @classmethod
+    def of(cls, transition):
+        """The structure of a second-order transition tensor, or None when more than half
+        of its entries are allowed: the dense recursions of `second_order` (which take a
+        -inf entry as a step of 0) are then as fast."""
+        allowed = transition > -np.inf
+        return None if allowed.mean() > 0.5 else cls(allowed)
+
+    def step_matrices(self, triple_values):
+        """``(forward, backward)``: sparse (P, P) matrices holding the triples' values, the
+        forward one indexed [target, source] and the backward one [source, target]."""
+        return (_filled(self._forward, triple_values),
+                _filled(self._backward, triple_values))
+
+    def start_matrix(self, start_values):
+        """(S, P) sparse matrix of the first pairs' values (of ``starts``), indexed
+        [y_0, pair]."""
+        return sp.csr_matrix((start_values, (self.first[self.starts], self.starts)),
+                             shape=(self.n_labels, self.n_pairs))
+
+    def triple_sums(self, sources, columns, targets):
+        """``sum_r sources[(a, b), columns[r]] * targets[(b, c), r]`` for every triple
+        ``(a, b, c)``, from (P, n) arrays: one matrix product per middle label."""
+        sources = sources[np.ix_(self.by_second, columns)]
+        sums = np.empty(self.triples[0].size)
+        for source_rows, target_rows, chosen, source_at, target_at in self._middles:
+            block = sources[source_rows] @ targets[target_rows].T
+            sums[chosen] = block[source_at, target_at]
+        return sums
+
+
+def _pattern(rows, columns, shape):
+    """A CSR matrix of the given entries and the order of its data in the entries' order."""
+    order = np.lexsort((columns, rows))
+    matrix = sp.csr_matrix((np.ones(rows.size), (rows[order], columns[order])), shape=shape)
+    return matrix, order
+
+
+def _filled(pattern, values):
+    matrix, order = pattern
+    filled = matrix.copy()
+    filled.data = values[order]
+    return filled
+
+
+class RestrictedPairLattice:
+    """Forward-backward of second-order chains over a `PairStructure`, in probability space
+    and renormalised at every position (`second_order.PairLattice` restricted).
+
+    ``is_exact`` is False when some normaliser underflowed or ``beta`` overflowed; then
+    `second_order.LogSpacePairLattice` takes the same -inf entries exactly.
+    """
+
+    def __init__(self, unary, transition, layout, structure, workspace):
+        n_rows, n_labels = unary.shape
+        self.layout, self.structure = layout, structure
+        # Kept for the recursions that run on the dense pair arrays (`second_order`).
+        self.unary, self.transition, self.workspace = unary, transition, workspace
+        s = structure
+        a, b, c = s.triples
+        start_values = transition[n_labels, s.first[s.starts], s.second[s.starts]]
+        triple_values = transition[a, b, c]
+        transition_max = max(start_values.max(initial=-np.inf),
+                             triple_values.max(initial=-np.inf))
+        transition_max = transition_max if np.isfinite(transition_max) else 0.0
+        self.start_step = np.exp(start_values - transition_max)
+        self.triple_step = np.exp(triple_values - transition_max)
+        forward, backward = s.step_matrices(self.triple_step)
+        start = s.start_matrix(self.start_step)
+
+        row_max = unary.max(axis=1)
+        # Emissions, label-major (S, n_rows), scaled by each position's normaliser.
+        emission = workspace.array("restricted_emission", (n_labels, n_rows))
+        np.exp(unary.T - row_max, out=emission)
+        pair_shape = (s.n_pairs, n_rows)
+        scale = workspace.array("restricted_scale", (n_rows,))
+        alpha = workspace.array("restricted_alpha", pair_shape)
+        first_rows = layout.block(0) if layout.max_length else slice(0, 0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            scale[first_rows] = emission[:, first_rows].sum(axis=0)
+            emission[:, first_rows] /= scale[first_rows]
+            node_alpha = emission[:, first_rows]
+            for t, size in enumerate(layout.batch_sizes[1:], start=1):
+                rows = layout.block(t)
+                if t == 1:
+                    carried = start.T @ node_alpha[:, :size]
+                else:
+                    carried = forward @ alpha[:, layout.block(t - 1, size)]
+                carried *= np.take(emission[:, rows], s.second, axis=0)
+                scale[rows] = carried.sum(axis=0)
+                emission[:, rows] /= scale[rows]
+                np.divide(carried, scale[rows], out=alpha[:, rows])
+        self.is_exact = bool(np.all(scale > _MIN_SCALE) and np.all(np.isfinite(scale)))
+        if not self.is_exact:
+            return
+        # Backward, one position at a time: beta is not kept; each position's node
+        # marginals (alpha * beta summed by last label) are taken while it is at hand.
+        weighted = workspace.array("restricted_weighted", pair_shape)
+        node = workspace.array("restricted_node", (n_labels, n_rows))
+        node_beta = np.ones((n_labels, layout.batch_sizes[0] if layout.max_length else 0))
+        ahead = None
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in range(layout.max_length - 1, 0, -1):
+                rows, size = layout.block(t), layout.batch_sizes[t]
+                beta = np.ones((s.n_pairs, size))
+                if ahead is not None:
+                    beta[:, :ahead.shape[1]] = ahead
+                node[:, rows] = s.last_label @ (alpha[:, rows] * beta)
+                beta *= np.take(emission[:, rows], s.second, axis=0)
+                weighted[:, rows] = beta
+                if t > 1:
+                    ahead = backward @ beta
+                else:
+                    node_beta[:, :size] = start @ beta
+            node[:, first_rows] = node_alpha * node_beta
+        self.is_exact = bool(np.isfinite(node).all() and np.isfinite(node_beta).all())
+        self.alpha, self.weighted, self.node = alpha, weighted, node
+        self.node_alpha = node_alpha
+        self.log_z = (layout.per_sequence_sum(np.log(scale) + row_max)
+                      + np.maximum(layout.lengths - 1, 0) * transition_max)
+
+    def node_marginals(self, overwrite=False):
+        """``p(y_t = s | x)`` of every row, shape (n_rows, S)."""
+        return self.node.T.copy()
+
+    def edge_marginal_sum(self):
+        """Expected counts of the transition potentials, shape (S + 1, S, S)."""
+        layout, s = self.layout, self.structure
+        n_labels = s.n_labels
+        counts = np.zeros((n_labels + 1, n_labels, n_labels))
+        if layout.max_length < 2:
+            return counts
+        size = layout.batch_sizes[1]
+        starts = s.starts
+        counts[n_labels, s.first[starts], s.second[starts]] = self.start_step * np.einsum(
+            "pr,pr->p", self.node_alpha[s.first[starts], :size],
+            self.weighted[starts, layout.block(1)])
+        if layout.max_length > 2:
+            later = slice(layout.block_starts[2], layout.n_rows)
+            previous = layout.previous_rows[later.start - layout.later_rows.start:]
+            sums = s.triple_sums(self.alpha, previous, self.weighted[:, later])
+            counts[s.triples] = self.triple_step * sums
+        return counts
