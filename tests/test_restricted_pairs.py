@@ -36,8 +36,8 @@ def allowed_posterior(unary, transition):
     node = np.zeros((n, n_labels))
     for path, probability in zip(paths, p):
         node[np.arange(n), path] += probability
-    counts = np.tensordot(p, np.array([row[2] for row in rows]), axes=1)
-    return paths, p, scores, log_z, node, counts
+    path_counts = np.array([row[2] for row in rows])
+    return paths, p, scores, log_z, node, path_counts
 
 
 def restricted_chains(lengths, n_labels, seed, scale, share):
@@ -88,35 +88,44 @@ def test_restricted_lattice_matches_enumeration(chain):
             np.testing.assert_allclose(node[starts[i]:starts[i + 1]], expected_node,
                                        atol=1e-10)
         np.testing.assert_allclose(lattice.edge_marginal_sum(),
-                                   sum(row[-1] for row in expected), atol=1e-10)
+                                   sum(np.tensordot(row[1], row[-1], axes=1)
+                                       for row in expected), atol=1e-10)
 
 
 @settings(max_examples=60, deadline=None)
-@given(chains)
-def test_restricted_entropy_and_expectation_match_enumeration(chain):
+@given(chains, st.booleans())
+def test_restricted_entropy_and_expectation_match_enumeration(chain, with_b):
     unary, transition = restricted_chains(*chain)
     layout = ChainLayout([len(u) for u in unary])
     packed = np.concatenate(unary)[layout.order]
     rng = np.random.default_rng(0)
     terms = rng.normal(size=packed.shape)
-    lattice = chain_lattice(packed, transition, layout)
-    expectation, d_unary, _ = additive_expectation_batch(lattice, terms, None)
+    transition_terms = rng.normal(size=transition.shape) if with_b else None
+    lattice = RestrictedPairLattice(packed, transition, layout,
+                                    PairStructure(np.isfinite(transition)), Workspace())
+    expectation, d_unary, d_transition = additive_expectation_batch(lattice, terms,
+                                                                    transition_terms)
     entropy, *_ = entropy_batch(packed, transition, layout)
     unordered_terms = terms[np.argsort(layout.order)]
     unordered_d_unary = d_unary[np.argsort(layout.order)]
     offset = 0
+    expected_d_transition = np.zeros(transition.shape)
     for i, u in enumerate(unary):
         n, n_labels = u.shape
-        paths, p, scores, log_z, *_ = allowed_posterior(u, transition)
+        paths, p, scores, log_z, _, path_counts = allowed_posterior(u, transition)
         g = unordered_terms[offset:offset + n][np.arange(n), paths].sum(axis=1)
+        if with_b:
+            g = g + np.tensordot(path_counts, transition_terms, axes=3)
         assert expectation[i] == pytest.approx(p @ g, abs=1e-9)
         assert entropy[i] == pytest.approx(-(p * np.log(p)).sum(), abs=1e-9)
-        # The gradient w.r.t. the unary potentials: Cov(g, unary indicators).
+        # The gradients w.r.t. the potentials: Cov(g, indicators).
         indicators = np.zeros((len(paths), n, n_labels))
         indicators[np.arange(len(paths))[:, None], np.arange(n), paths] = 1.0
         np.testing.assert_allclose(unordered_d_unary[offset:offset + n],
                                    covariance(p, g, indicators), atol=1e-9)
+        expected_d_transition += covariance(p, g, path_counts)
         offset += n
+    np.testing.assert_allclose(d_transition, expected_d_transition, atol=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(5))

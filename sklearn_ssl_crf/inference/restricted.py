@@ -12,10 +12,12 @@ previous label, keeps its node values (S, rows of position 0) apart), so that ev
 a sparse matrix times a dense block.
 """
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["PairStructure", "RestrictedPairLattice"]
+__all__ = ["PairStructure", "RestrictedPairLattice", "restricted_additive_expectation"]
 
 # Smallest normaliser accepted by the scaled recursion, as in `chain.ScaledLattice`.
 _MIN_SCALE = 1e-280
@@ -79,7 +81,9 @@ class PairStructure:
         of its entries are allowed: the dense recursions of `second_order` (which take a
         -inf entry as a step of 0) are then as fast."""
         allowed = transition > -np.inf
-        return None if allowed.mean() > 0.5 else cls(allowed)
+        if allowed.mean() > 0.5:
+            return None
+        return _cached_structure(allowed.shape, np.packbits(allowed).tobytes())
 
     def step_matrices(self, triple_values):
         """``(forward, backward)``: sparse (P, P) matrices holding the triples' values, the
@@ -102,6 +106,15 @@ class PairStructure:
             block = sources[source_rows] @ targets[target_rows].T
             sums[chosen] = block[source_at, target_at]
         return sums
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_structure(shape, packed_allowed):
+    """The `PairStructure` of an ``allowed`` mask, built once for the evaluations of a fit
+    (``np.packbits`` of the mask: the cache key)."""
+    allowed = np.unpackbits(np.frombuffer(packed_allowed, dtype=np.uint8),
+                            count=int(np.prod(shape))).reshape(shape).astype(bool)
+    return PairStructure(allowed)
 
 
 def _pattern(rows, columns, shape):
@@ -190,7 +203,8 @@ class RestrictedPairLattice:
             node[:, first_rows] = node_alpha * node_beta
         self.is_exact = bool(np.isfinite(node).all() and np.isfinite(node_beta).all())
         self.alpha, self.weighted, self.node = alpha, weighted, node
-        self.node_alpha = node_alpha
+        self.node_alpha, self.node_beta, self.emission = node_alpha, node_beta, emission
+        self.steps = (start, forward, backward)
         self.log_z = (layout.per_sequence_sum(np.log(scale) + row_max)
                       + np.maximum(layout.lengths - 1, 0) * transition_max)
 
@@ -216,3 +230,110 @@ class RestrictedPairLattice:
             sums = s.triple_sums(self.alpha, previous, self.weighted[:, later])
             counts[s.triples] = self.triple_step * sums
         return counts
+
+
+def restricted_additive_expectation(lattice, a=None, b=None, gradient=True):
+    """`second_order.pair_additive_expectation` over a `RestrictedPairLattice`: the same
+    recursions, ``G = alpha * A`` forward and ``Z = beta * (B - E[g])`` backward, each step a
+    sparse product over the allowed triples (and one with the terms' values on them).
+
+    ``a`` (n_rows, S) and ``b`` (S + 1, S, S, finite) are the unary and transition terms of
+    ``g``; None: 0. Returns the expectations per sequence and, with ``gradient``, their
+    gradients with respect to the unary and transition potentials (0 on the entries not
+    allowed).
+    """
+    layout, s = lattice.layout, lattice.structure
+    n_rows, n_labels = lattice.unary.shape
+    if not n_rows:
+        return (np.zeros(layout.n_sequences), np.zeros((0, n_labels)),
+                np.zeros((n_labels + 1, n_labels, n_labels)))
+    start, forward_step, backward_step = lattice.steps
+    emission, alpha, weighted = lattice.emission, lattice.alpha, lattice.weighted
+    node_alpha = lattice.node_alpha
+    a = np.zeros((n_rows, n_labels)) if a is None else a
+    if b is None:
+        start_terms = term_forward = term_backward = None
+    else:
+        triple_terms = lattice.triple_step * b[s.triples]
+        start_terms = s.start_matrix(
+            lattice.start_step * b[n_labels, s.first[s.starts], s.second[s.starts]])
+        term_forward, term_backward = s.step_matrices(triple_terms)
+    workspace = lattice.workspace
+    pair_shape = (s.n_pairs, n_rows)
+    first_rows = layout.block(0)
+    forward = workspace.array("restricted_additive_forward", pair_shape)
+    node_forward = node_alpha * a[first_rows].T
+    for t, size in enumerate(layout.batch_sizes[1:], start=1):
+        rows = layout.block(t)
+        if t == 1:
+            carried = start.T @ node_forward[:, :size]
+            if start_terms is not None:
+                carried += start_terms.T @ node_alpha[:, :size]
+        else:
+            previous = layout.block(t - 1, size)
+            carried = forward_step @ forward[:, previous]
+            if term_forward is not None:
+                carried += term_forward @ alpha[:, previous]
+        carried *= np.take(emission[:, rows], s.second, axis=0)
+        carried += alpha[:, rows] * np.take(a[rows].T, s.second, axis=0)
+        forward[:, rows] = carried
+    # E[g] of each chain: its forward values at its last row.
+    last_rows = layout.last_rows
+    ends_later = last_rows >= first_rows.stop
+    slot_expectation = np.empty(last_rows.size)
+    slot_expectation[ends_later] = forward[:, last_rows[ends_later]].sum(axis=0)
+    slot_expectation[~ends_later] = node_forward[:, last_rows[~ends_later]].sum(axis=0)
+    expectation = layout.by_sequence(slot_expectation)
+    if not gradient:
+        return expectation, None, None
+
+    # Backward: ahead_t = emission_t * (beta_t * a_t + Z_t), with Z = -E[g] at a chain's last
+    # position; beta is recomputed from ``weighted`` one position at a time.
+    row_expectation = slot_expectation[layout.row_slots]
+    ahead = workspace.array("restricted_additive_ahead", pair_shape)
+    d_unary = np.empty((n_rows, n_labels))
+    behind = back = None
+    for t in range(layout.max_length - 1, 0, -1):
+        rows, size = layout.block(t), layout.batch_sizes[t]
+        beta = np.ones((s.n_pairs, size))
+        backward = np.broadcast_to(-row_expectation[rows], (s.n_pairs, size)).copy()
+        if back is not None:
+            beta[:, :back.shape[1]] = back
+            backward[:, :behind.shape[1]] = behind
+        d_unary[rows] = (s.last_label @ (beta * forward[:, rows]
+                                         + alpha[:, rows] * backward)).T
+        backward *= np.take(emission[:, rows], s.second, axis=0)
+        backward += weighted[:, rows] * np.take(a[rows].T, s.second, axis=0)
+        ahead[:, rows] = backward
+        if t > 1:
+            behind = backward_step @ backward
+            if term_backward is not None:
+                behind += term_backward @ weighted[:, rows]
+            back = backward_step @ weighted[:, rows]
+        else:
+            node_backward = np.broadcast_to(-row_expectation[first_rows],
+                                            node_forward.shape).copy()
+            node_backward[:, :size] = start @ backward
+            if start_terms is not None:
+                node_backward[:, :size] += start_terms @ weighted[:, rows]
+    if layout.max_length < 2:
+        node_backward = np.broadcast_to(-row_expectation[first_rows],
+                                        node_forward.shape).copy()
+    d_unary[first_rows] = (lattice.node_beta * node_forward + node_alpha * node_backward).T
+
+    d_transition = np.zeros((n_labels + 1, n_labels, n_labels))
+    if layout.max_length > 1:
+        size, rows = layout.batch_sizes[1], layout.block(1)
+        starts = s.starts
+        d_transition[n_labels, s.first[starts], s.second[starts]] = lattice.start_step * (
+            np.einsum("pr,pr->p", node_forward[s.first[starts], :size], weighted[starts, rows])
+            + np.einsum("pr,pr->p", node_alpha[s.first[starts], :size], ahead[starts, rows]))
+    if layout.max_length > 2:
+        later = slice(layout.block_starts[2], n_rows)
+        previous = layout.previous_rows[later.start - layout.later_rows.start:]
+        d_transition[s.triples] = lattice.triple_step * (
+            s.triple_sums(forward, previous, weighted[:, later])
+            + s.triple_sums(alpha, previous, ahead[:, later]))
+    if b is not None:
+        d_transition += b * lattice.edge_marginal_sum()
+    return expectation, d_unary, d_transition

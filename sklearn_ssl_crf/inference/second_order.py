@@ -25,7 +25,7 @@ step with ``transition[S]`` repeated over ``y_{t-2}``.
 import numpy as np
 from scipy.special import logsumexp
 
-from .restricted import PairStructure, RestrictedPairLattice
+from .restricted import PairStructure, RestrictedPairLattice, restricted_additive_expectation
 
 __all__ = ["pair_lattice", "PairLattice", "LogSpacePairLattice", "viterbi_pairs",
            "pair_additive_expectation", "pair_position_entropies"]
@@ -49,9 +49,8 @@ def pair_lattice(unary, transition, layout, workspace):
 
 
 def _dense(lattice):
-    """The pair arrays over all S^2 pairs that the expectation and entropy recursions read:
-    a restricted lattice's chains again through `PairLattice` (disallowed entries have step
-    0)."""
+    """The pair arrays over all S^2 pairs that the entropy recursions read: a restricted
+    lattice's chains again through `PairLattice` (disallowed entries have step 0)."""
     if not isinstance(lattice, RestrictedPairLattice):
         return lattice
     dense = PairLattice(lattice.unary, lattice.transition, lattice.layout, lattice.workspace)
@@ -298,9 +297,11 @@ def pair_additive_expectation(lattice, unary_terms=None, transition_terms=None,
     unary_terms[t, y_t] + the transition terms of y`` (shape (S + 1, S, S), scored like the
     potentials; where the potentials are -inf, the terms are ignored: those triples have
     probability 0)."""
-    lattice = _dense(lattice)
     if transition_terms is not None:
         transition_terms = np.where(np.isneginf(transition_terms), 0.0, transition_terms)
+    if isinstance(lattice, RestrictedPairLattice):
+        return restricted_additive_expectation(lattice, unary_terms, transition_terms,
+                                               gradient)
     if isinstance(lattice, PairLattice):
         return _scaled_pair_expectation(lattice, unary_terms, transition_terms, gradient)
     return _conditional_pair_expectation(lattice, unary_terms, transition_terms, gradient)
