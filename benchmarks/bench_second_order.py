@@ -4,7 +4,7 @@ Parts:
 
 - ``ocr``: handwritten letters (``../shared/data/ocr``), draws of 2 labelled words per word
   type (110 words), every other word scored; per draw, `CRF` at order 1, at order 2 and at
-  order 2 restricted to the pairs and triples seen (``all_possible_transitions=False``), with
+  order 2 restricted to the label pairs seen (``all_possible_transitions=False``), with
   (c2, c2_transitions) chosen by cross-validation on the labelled words, and
   sklearn-crfsuite at the tutorial's c1 = c2 = 0.1. Letter error (%). The two folds hold one
   word of each type each, so that, as in the test, every held-out word's type was seen in
@@ -43,7 +43,7 @@ PER_WORD = 2
 C2_GRID = (0.1, 1.0, 10.0)
 C2_TRANSITIONS_GRID = (None, 0.1, 0.01)
 # The models compared: order 1, order 2 over every label triple, and order 2 restricted to
-# the pairs and triples seen in training (``all_possible_transitions=False``).
+# the label pairs seen in training (``all_possible_transitions=False``).
 MODELS = {"order 1": {"order": 1}, "order 2": {"order": 2},
           "order 2 restricted": {"order": 2, "all_possible_transitions": False}}
 

@@ -257,19 +257,23 @@ def test_restricted_with_every_triple_seen_is_the_dense_model():
     lambda: fixed(EntropyRegularizedCRF(order=2, c2=0.01, gamma=0.1, proportion_weight=1.0)),
     lambda: NaturalGradientCRF(order=2, c2=0.01, max_iterations=30, random_state=0),
 ], ids=["crf", "entropy", "natural-gradient"])
-def test_restricted_chain_predicts_only_triples_seen(make):
-    X, y = second_order_task()
-    X_test, y_test = second_order_task(40, seed=1)
+def test_restricted_chain_predicts_only_pairs_seen(make):
+    # Labels A B C in that order: the pairs seen are (A, B) and (B, C), the one triple
+    # holding only those is (A, B, C), and either pair may start a sequence.
+    rng = np.random.default_rng(0)
+    X = [[{"w": f"{tag}{rng.integers(3)}"} for tag in "ABC"] for _ in range(30)]
+    y = [list("ABC")] * 30
     # Test tokens that say nothing: the chain alone decides.
-    X_test = [[{"w": "unknown"}] * 3 for _ in X_test]
+    X_test = [[{"w": "unknown"}] * 3] * 5 + [[{"w": "unknown"}] * 2] * 5
     model = make().set_params(all_possible_transitions=False)
     model.fit(X + X_test, y + [None] * len(X_test))
     allowed = model.allowed_transitions_
-    n_labels = len(model.classes_)
-    # Seen: the triples (P, M, P) and (Q, M, Q); as first pairs, every pair seen.
-    assert allowed[:n_labels].sum() == 2 and allowed[n_labels].sum() == 4
-    assert {"".join(labels) for labels in model.predict(X_test)} <= {"PMP", "QMQ"}
-    for marginals in model.predict_marginals(X_test):
-        assert marginals[0]["M"] == 0.0 and marginals[1]["M"] == pytest.approx(1.0)
-        assert marginals[0]["P"] == pytest.approx(marginals[2]["P"], abs=1e-12)
+    assert allowed[:3].sum() == 1 and allowed[3].sum() == 2
+    assert model.predict(X_test[:5]) == [list("ABC")] * 5
+    assert {"".join(labels) for labels in model.predict(X_test[5:])} <= {"AB", "BC"}
+    for marginals in model.predict_marginals(X_test[:5]):
+        assert marginals[0]["B"] == marginals[0]["C"] == marginals[1]["A"] == 0.0
+        assert marginals[2]["C"] == pytest.approx(1.0, abs=1e-12)
+    for marginals in model.predict_marginals(X_test[5:]):
+        assert marginals[0]["C"] == marginals[1]["A"] == 0.0
     assert np.isfinite(model.predict_entropy(X_test)).all()
