@@ -56,12 +56,17 @@ def checksum(label_sequences):
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
+def parse_arguments(argv, description):
+    """``--data-dir`` and ``--repeat``, the options of the propagation benchmarks."""
+    parser = argparse.ArgumentParser(description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_arguments(argv, __doc__)
     print("| pool | vertices | edges | iterations | seconds (median) | error (%) | labels |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for name, X, graph, y_partial, gold, n in pools(args.data_dir):

@@ -10,7 +10,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -41,9 +41,9 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
 
     the fixed point of the paper's steps on ``sum_uv w_uv ||q_u - q_v||^2`` (eq. 22, step
     size ``1 / d_v``) and the harmonic solution of Zhu et al. (2003). It is found by
-    solving that linear system with conjugate gradients, which needs far fewer passes over
-    the graph than the paper's steps, until no free vertex differs from the average of its
-    neighbours by more than ``tol``.
+    solving that linear system with conjugate gradients preconditioned by two of the paper's
+    steps, which needs far fewer passes over the graph than the steps alone, until no free
+    vertex differs from the average of its neighbours by more than ``tol``.
 
     Labels of the training tokens (``transduction_``):
 
@@ -92,7 +92,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         X_unlabeled): the gold labels of the labelled sequences, the propagated labels of
         the unlabelled ones.
     n_iter_ : int
-        Conjugate-gradient iterations run.
+        Conjugate-gradient iterations run (each multiplies by the graph twice).
     termination_condition_ : {'converged', 'max_iter'}
         Why propagation stopped ('converged' also when no vertex was free to move).
 
@@ -247,18 +247,30 @@ def _vertex_label_counts(vertices, codes, n_vertices, n_labels):
 
 
 def _propagate(weights, counts, reached, max_iterations, tol, verbose):
-    """The harmonic solution of label propagation, by conjugate gradients.
+    """The harmonic solution of label propagation, by preconditioned conjugate gradients.
 
     ``counts`` (vertices x labels) are the labelled tokens' label counts per vertex: a
     vertex with any is clamped to their distribution. Every other vertex that a clamped
     vertex reaches (``reached``, `_reached`) solves ``d_v q_v - sum_u w_uv q_u = 0``: the system
     ``(D - W)_FF q_F = W_FC q_C`` over the free vertices F, symmetric positive definite on
-    the components holding a clamped vertex. It is solved for all labels at once by
-    Jacobi-preconditioned conjugate gradients, each label's column with its own step sizes,
-    until no free vertex differs from the average of its neighbours by more than ``tol``
-    (the largest change a Jacobi step of eq. 22 would make). Vertices no clamped vertex
-    reaches stay uniform. Returns the distributions, the number of iterations and why they
-    stopped.
+    the components holding a clamped vertex. It is solved for all labels at once, by
+    conjugate gradients on the labels' columns stacked into one vector (one step size for
+    all), until no free vertex differs from the average of its neighbours by more than
+    ``tol`` (the largest change a Jacobi step of eq. 22 would make).
+
+    The preconditioner is two Jacobi steps from zero, ``z = D^-1 r + D^-1 W D^-1 r``: the
+    m-step Jacobi preconditioner (Dubois, Greenbaum & Rodrigue 1979; Adams 1985), symmetric
+    positive definite because ``D + W`` is (diagonally dominant). The preconditioned
+    operator has the eigenvalues ``1 - mu^2`` where Jacobi's has ``1 - mu`` (``mu``: those
+    of ``D^-1 W``, in (-1, 1)): with the smallest ``mu`` away from -1, a quarter of the
+    condition number, so half the iterations, each with two products by the graph instead
+    of one and half the arithmetic on the (free vertices x labels) blocks per product.
+
+    A label that no clamped neighbour of a free vertex holds is 0 on every free vertex and
+    is not solved for. The free vertices are put in reverse Cuthill-McKee order, which
+    keeps a vertex's neighbours near it in memory for the products. Vertices no clamped
+    vertex reaches stay uniform. Returns the distributions, the number of iterations and
+    why they stopped.
     """
     n_vertices, n_labels = counts.shape
     clamped = counts.any(axis=1)
@@ -266,21 +278,37 @@ def _propagate(weights, counts, reached, max_iterations, tol, verbose):
     distributions[clamped] = counts[clamped] / counts[clamped].sum(axis=1, keepdims=True)
     weights = sp.csr_matrix(weights)
     degrees = np.asarray(weights.sum(axis=1)).ravel()
-    free = np.flatnonzero(~clamped & (degrees > 0) & reached)
-    if free.size == 0:
+    is_free = ~clamped & (degrees > 0) & reached
+    if not is_free.any():
         return distributions, 0, "converged"
+    order = reverse_cuthill_mckee(weights, symmetric_mode=True)
+    free = order[is_free[order]]
     rows = weights[free]
-    system = sp.diags(degrees[free]) - rows[:, free]
-    inverse_degrees = 1.0 / degrees[free][:, None]
-    solution = distributions[free]
-    residual = rows[:, np.flatnonzero(clamped)] @ distributions[clamped] - system @ solution
-    preconditioned = residual * inverse_degrees
+    # A free vertex neighbours free and clamped vertices only (the others are not reached).
+    rhs = rows @ np.where(clamped[:, None], distributions, 0.0)
+    labels = np.flatnonzero(rhs.any(axis=0))
+    rhs = rhs[:, labels]
+    coupling = rows[:, free]
+    inverse_degrees = 1.0 / degrees[free]
+    system = sp.diags(degrees[free]) - coupling
+    averaging = sp.csr_matrix(  # D^-1 W: a Jacobi step
+        (coupling.data * np.repeat(inverse_degrees, np.diff(coupling.indptr)),
+         coupling.indices, coupling.indptr), shape=coupling.shape)
+    inverse_degrees = inverse_degrees[:, None]
+    # Start from each label's share of the clamped neighbours' weight. The clamped
+    # distributions sum to 1, so (D - W)_FF 1 = W_FC 1 is the sum of rhs's rows.
+    shares = rhs.sum(axis=0) / rhs.sum()
+    solution = np.tile(shares, (free.size, 1))
+    residual = rhs - np.outer(rhs.sum(axis=1), shares)
+    # residual / d_v is the average of v's neighbours minus q_v.
+    distance = residual * inverse_degrees
+    preconditioned = averaging @ distance
+    preconditioned += distance
     direction = preconditioned.copy()
-    residual_norms = np.einsum("ij,ij->j", residual, preconditioned)
+    residual_norm = np.vdot(residual, preconditioned)
     iteration, termination = 0, "max_iter"
     while True:
-        # residual / d_v is the average of v's neighbours minus q_v.
-        change = np.abs(preconditioned).max()
+        change = max(distance.max(initial=0.0), -distance.min(initial=0.0))
         if verbose:
             print(f"GraphPropagation: iteration {iteration}, largest distance from the "
                   f"neighbours' average {change:.3g}", flush=True)
@@ -291,21 +319,22 @@ def _propagate(weights, counts, reached, max_iterations, tol, verbose):
             break
         iteration += 1
         product = system @ direction
-        curvature = np.einsum("ij,ij->j", direction, product)
-        step = np.divide(residual_norms, curvature, out=np.zeros(n_labels),
-                         where=curvature > 0)
+        step = residual_norm / np.vdot(direction, product)
         solution += step * direction
-        residual -= step * product
-        np.multiply(residual, inverse_degrees, out=preconditioned)
-        new_norms = np.einsum("ij,ij->j", residual, preconditioned)
-        direction *= np.divide(new_norms, residual_norms, out=np.zeros(n_labels),
-                               where=residual_norms > 0)
+        product *= step
+        residual -= product
+        np.multiply(residual, inverse_degrees, out=distance)
+        preconditioned = averaging @ distance
+        preconditioned += distance
+        new_norm = np.vdot(residual, preconditioned)
+        direction *= new_norm / residual_norm
         direction += preconditioned
-        residual_norms = new_norms
+        residual_norm = new_norm
     # Exactly, each row sums to 1 and is non-negative (an average of clamped
     # distributions); the solve's rounding is taken back onto the simplex.
     np.maximum(solution, 0.0, out=solution)
-    distributions[free] = solution / solution.sum(axis=1, keepdims=True)
+    distributions[free] = 0.0
+    distributions[free[:, None], labels] = solution / solution.sum(axis=1, keepdims=True)
     return distributions, iteration, termination
 
 

@@ -117,23 +117,27 @@ def test_the_paper_steps_reach_the_same_fixed_point():
 
 
 def test_conjugate_gradients_end_within_the_free_vertices_and_warn_at_the_cap():
-    weights = symmetric(4, [(0, 2, 3.0), (1, 2, 1.0), (2, 3, 2.0)])
-    graph = SimilarityGraph(weights, [0, 1, 2, 3])
+    # A path a - 2 - 3 - 4 - b: three free vertices between two clamped ones.
+    weights = symmetric(5, [(0, 2, 3.0), (2, 3, 2.0), (3, 4, 1.0), (4, 1, 1.0)])
+    graph = SimilarityGraph(weights, [0, 1, 2, 3, 4])
+    X, y = sequences_of([2, 3]), [["a", "b"], None]
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        gp = GraphPropagation(graph=graph, tol=1e-12).fit(sequences_of([2, 2]),
-                                                          [["a", "b"], None])
-    # Harmonic: vertex 3 hangs on vertex 2 alone, and 2 averages 0 and 1 (3 : 1). Two free
-    # vertices: conjugate gradients are exact after two iterations.
-    np.testing.assert_allclose(gp.label_distributions_[2:], [[0.75, 0.25]] * 2, atol=1e-12)
+        gp = GraphPropagation(graph=graph, tol=1e-12).fit(X, y)
+    # Harmonic: q_a = (15, 12, 6) / 17 along the path.
+    expected = np.array([[15, 2], [12, 5], [6, 11]]) / 17
+    np.testing.assert_allclose(gp.label_distributions_[2:], expected, atol=1e-12)
+    # Preconditioned by two Jacobi steps, the operator has eigenvalues 1 - mu^2 with mu those
+    # of D^-1 W on the path's free part, -m, 0 and m: two distinct values, so conjugate
+    # gradients are exact after two iterations (preconditioned by D alone: three).
     assert gp.termination_condition_ == "converged" and gp.n_iter_ == 2
     with pytest.warns(ConvergenceWarning, match="max_iterations=1 iterations"):
-        gp.set_params(max_iterations=1).fit(sequences_of([2, 2]), [["a", "b"], None])
+        gp.set_params(max_iterations=1).fit(X, y)
     assert gp.n_iter_ == 1 and gp.termination_condition_ == "max_iter"
     # Stopped early, the distributions are still distributions.
     assert (gp.label_distributions_ >= 0).all()
     np.testing.assert_allclose(gp.label_distributions_.sum(axis=1), 1, rtol=1e-12)
-    assert np.abs(gp.label_distributions_[2:] - [[0.75, 0.25]] * 2).max() > 1e-3
+    assert np.abs(gp.label_distributions_[2:] - expected).max() > 1e-3
 
 
 def test_nothing_to_propagate():
@@ -223,12 +227,19 @@ def test_clone_and_pickle():
 
 
 def test_verbose_prints_progress(capsys):
-    graph = SimilarityGraph(symmetric(3, [(0, 2, 3.0), (1, 2, 1.0)]), [0, 1, 2])
-    GraphPropagation(graph=graph, verbose=True).fit(sequences_of([2, 1]), [["a", "b"], None])
-    assert capsys.readouterr().out.splitlines() == [
-        "GraphPropagation: iteration 0, largest distance from the neighbours' average 0.25",
-        "GraphPropagation: iteration 1, largest distance from the neighbours' average 0",
+    weights = symmetric(5, [(0, 2, 3.0), (2, 3, 2.0), (3, 4, 1.0), (4, 1, 1.0)])
+    graph = SimilarityGraph(weights, [0, 1, 2, 3, 4])
+    GraphPropagation(graph=graph, verbose=True).fit(sequences_of([2, 3]), [["a", "b"], None])
+    lines = capsys.readouterr().out.splitlines()
+    # Every free vertex starts at the labels' shares of the clamped neighbours' weight,
+    # (0.75, 0.25); vertex 4, between vertex 3 and b, is 0.375 from their average.
+    assert lines[:2] == [
+        "GraphPropagation: iteration 0, largest distance from the neighbours' average 0.375",
+        "GraphPropagation: iteration 1, largest distance from the neighbours' average 0.0108",
     ]
+    prefix = "GraphPropagation: iteration 2, largest distance from the neighbours' average "
+    assert len(lines) == 3 and lines[2].startswith(prefix)
+    assert float(lines[2].removeprefix(prefix)) <= 1e-6
 
 
 @pytest.mark.parametrize("kwargs, y, error, match", [
