@@ -177,14 +177,20 @@ class PairLattice:
 
     def _transition_sums(self, previous, ahead, steps=None):
         """``sum_t _pair_counts(previous[t - 1], ahead[t], step)`` over the positions into 1
-        and into the later ones."""
+        and over the later ones: two products over all their rows at once."""
         layout = self.layout
         steps = self.steps if steps is None else steps
         n_labels = previous.shape[1]
         sums = [np.zeros((n_labels,) * 3), np.zeros((n_labels,) * 3)]
-        for t, size in enumerate(layout.batch_sizes[1:], start=1):
-            sums[t > 1] += _pair_counts(previous[layout.block(t - 1, size)],
-                                        ahead[layout.block(t)], steps[t > 1])
+        if layout.max_length < 2:
+            return sums
+        later = layout.later_rows.start
+        bounds = [later, layout.block(1).stop, layout.n_rows]
+        for part, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:])):
+            if stop > start:
+                before = np.take(previous, layout.previous_rows[start - later:stop - later],
+                                 axis=0)
+                sums[part] = _pair_counts(before, ahead[start:stop], steps[part])
         return sums
 
 
