@@ -190,9 +190,12 @@ class RestrictedPairLattice:
         with np.errstate(over="ignore", invalid="ignore"):
             for t in range(layout.max_length - 1, 0, -1):
                 rows, size = layout.block(t), layout.batch_sizes[t]
-                beta = np.ones((s.n_pairs, size))
-                if ahead is not None:
-                    beta[:, :ahead.shape[1]] = ahead
+                if ahead is not None and ahead.shape[1] == size:
+                    beta = ahead
+                else:   # some chains end at t: their beta is 1
+                    beta = np.ones((s.n_pairs, size))
+                    if ahead is not None:
+                        beta[:, :ahead.shape[1]] = ahead
                 node[:, rows] = s.last_label @ (alpha[:, rows] * beta)
                 beta *= np.take(emission[:, rows], s.second, axis=0)
                 weighted[:, rows] = beta
