@@ -64,7 +64,8 @@ def ocr_draw(draw, images, labels):
     labelled = np.array([i for word in sorted(by_word)
                          for i in rng.choice(by_word[word], PER_WORD, replace=False)])
     unlabelled = np.setdiff1d(np.arange(len(images)), labelled)
-    # Emissions on the letter's own pixels (y_t only), as the paper's CRF.
+    # Emissions on the letter's own pixels (y_t only); the paper's CRF also fires the
+    # neighbouring letters' pixels (x_{t-1}, x_{t+1}; He et al. 2013, section 4.3).
     rows = WindowRows(window=0).fit_transform(
         [images[i].astype(float) for i in np.concatenate([labelled, unlabelled])])
     X_labelled, X_scored = rows[:labelled.size], rows[labelled.size:]
