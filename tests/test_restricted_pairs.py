@@ -5,14 +5,18 @@ import itertools
 
 import numpy as np
 import pytest
-from enumeration_oracles import covariance
+from enumeration_oracles import covariance, span_entropy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 from sklearn_ssl_crf.inference import ChainLayout, chain_lattice, viterbi_batch
 from sklearn_ssl_crf.inference.chain import Workspace
-from sklearn_ssl_crf.inference.entropy import additive_expectation_batch, entropy_batch
+from sklearn_ssl_crf.inference.entropy import (
+    additive_expectation_batch,
+    entropy_batch,
+    position_entropies,
+)
 from sklearn_ssl_crf.inference.restricted import PairStructure, RestrictedPairLattice
 from sklearn_ssl_crf.inference.second_order import LogSpacePairLattice, PairLattice
 
@@ -163,3 +167,24 @@ def test_chain_without_allowed_labelling_has_zero_probability():
     transition[2, 0, 0] = 0.0
     lattice = chain_lattice(np.zeros((3, 2)), transition, ChainLayout([3]))
     assert lattice.log_z[0] == -np.inf
+
+
+@settings(max_examples=60, deadline=None)
+@given(chains, st.data())
+def test_restricted_span_entropies_match_enumeration(chain, data):
+    # Through the batched per-position entropies the estimators use: a span's entropy is
+    # node at its first row, pair_conditional at its second, conditional over the rest.
+    unary, transition = restricted_chains(*chain)
+    unary = unary[0]
+    n = unary.shape[0]
+    start = data.draw(st.integers(0, n - 1))
+    stop = data.draw(st.integers(start + 1, n))
+    layout = ChainLayout([n])
+    node, pair, conditional = position_entropies(chain_lattice(unary[layout.order],
+                                                               transition, layout))
+    node, pair, conditional = (values[np.argsort(layout.order)]
+                               for values in (node, pair, conditional))
+    entropy = node[start] + (pair[start + 1] if stop > start + 1 else 0.0)
+    entropy += conditional[start + 2:stop].sum()
+    paths, p, *_ = allowed_posterior(unary, transition)
+    assert entropy == pytest.approx(span_entropy(paths, p, start, stop), abs=1e-9)
