@@ -17,7 +17,11 @@ from sklearn_ssl_crf.inference.entropy import (
     entropy_batch,
     position_entropies,
 )
-from sklearn_ssl_crf.inference.restricted import PairStructure, RestrictedPairLattice
+from sklearn_ssl_crf.inference.restricted import (
+    PairStructure,
+    RestrictedPairLattice,
+    restricted_viterbi,
+)
 from sklearn_ssl_crf.inference.second_order import LogSpacePairLattice, PairLattice
 
 
@@ -76,15 +80,19 @@ def test_restricted_lattice_matches_enumeration(chain):
                                       PairStructure(np.isfinite(transition)), Workspace())]
     dense_enough = PairStructure.of(transition) is None
     assert isinstance(lattices[0], PairLattice if dense_enough else RestrictedPairLattice)
-    paths, scores = viterbi_batch(packed, transition, layout)
-    labels = np.empty_like(paths)
-    labels[layout.order] = paths
     expected = [allowed_posterior(u, transition) for u in unary]
     starts = np.cumsum([0] + lengths)
-    for i, (all_paths, p, path_scores, log_z, expected_node, counts) in enumerate(expected):
-        # The best allowed labelling (ties broken by score only).
-        assert scores[i] == pytest.approx(path_scores.max(), abs=1e-10)
-        assert tuple(labels[starts[i]:starts[i + 1]]) in {tuple(path) for path in all_paths}
+    structure = PairStructure(np.isfinite(transition))
+    for paths, scores in [viterbi_batch(packed, transition, layout),
+                          restricted_viterbi(packed, transition, layout, structure)]:
+        labels = np.empty_like(paths)
+        labels[layout.order] = paths
+        for i, (all_paths, p, path_scores, *_) in enumerate(expected):
+            # A best allowed labelling (any of tied ones).
+            assert scores[i] == pytest.approx(path_scores.max(), abs=1e-10)
+            found = {tuple(path): score for path, score in zip(all_paths, path_scores)}
+            best = tuple(labels[starts[i]:starts[i + 1]])
+            assert best in found and found[best] == pytest.approx(scores[i], abs=1e-10)
     for lattice in lattices:
         node = lattice.node_marginals()[np.argsort(layout.order)]
         for i, (all_paths, p, path_scores, log_z, expected_node, counts) in enumerate(expected):

@@ -17,7 +17,8 @@ import functools
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["PairStructure", "RestrictedPairLattice", "restricted_additive_expectation"]
+__all__ = ["PairStructure", "RestrictedPairLattice", "restricted_additive_expectation",
+           "restricted_viterbi"]
 
 # Smallest normaliser accepted by the scaled recursion, as in `chain.ScaledLattice`.
 _MIN_SCALE = 1e-280
@@ -74,6 +75,12 @@ class PairStructure:
         shape = (first.size, first.size)
         self._forward = _pattern(target, source, shape)
         self._backward = _pattern(source, target, shape)
+        # Viterbi: the triples by target pair state, the states some triple reaches, and
+        # where their runs start.
+        self.by_target = np.argsort(target, kind="stable")
+        self.source_by_target = source[self.by_target]
+        self.reached, self.target_starts, self.target_counts = np.unique(
+            target[self.by_target], return_index=True, return_counts=True)
 
     @classmethod
     def of(cls, transition):
@@ -340,3 +347,66 @@ def restricted_additive_expectation(lattice, a=None, b=None, gradient=True):
     if b is not None:
         d_transition += b * lattice.edge_marginal_sum()
     return expectation, d_unary, d_transition
+
+
+def restricted_viterbi(unary, transition, layout, structure):
+    """`second_order.viterbi_pairs` over a `PairStructure`: per position, the best allowed
+    triple into each pair state, one segment maximum over the triples (pair-major).
+
+    Returns
+    -------
+    paths : ndarray of int64 of shape (layout.n_rows,)
+    best_scores : ndarray of shape (n_sequences,)
+    """
+    s = structure
+    n_rows, n_labels = unary.shape
+    paths = np.empty(n_rows, dtype=np.int64)
+    best_scores = np.zeros(layout.n_sequences)
+    if not layout.max_length:
+        return paths, best_scores
+    a, b, c = s.triples
+    log_steps = transition[a, b, c][s.by_target][:, None]
+    sources = s.source_by_target
+    triple_index = np.arange(sources.size)[:, None]
+    start_first = s.first[s.starts]
+    start_values = transition[n_labels, start_first, s.second[s.starts]][:, None]
+    emitted = unary.T
+    node_delta = emitted[:, layout.block(0)]
+    delta = np.full((s.n_pairs, n_rows), -np.inf)
+    # The pair state before (at position 1: the label at 0) on the best way to each state.
+    backpointers = np.zeros((s.n_pairs, n_rows), dtype=np.intp)
+    for t, size in enumerate(layout.batch_sizes[1:], start=1):
+        rows = layout.block(t)
+        if t == 1:
+            delta[s.starts, rows] = node_delta[start_first, :size] + start_values
+            backpointers[s.starts, rows] = start_first[:, None]
+        elif sources.size:
+            candidates = delta[sources, layout.block(t - 1, size)] + log_steps
+            best = np.maximum.reduceat(candidates, s.target_starts, axis=0)
+            # The first triple reaching each maximum.
+            ties = candidates == np.repeat(best, s.target_counts, axis=0)
+            chosen = np.minimum.reduceat(np.where(ties, triple_index, sources.size),
+                                         s.target_starts, axis=0)
+            delta[s.reached, rows] = best
+            backpointers[s.reached, rows] = sources[chosen]
+        delta[:, rows] += emitted[s.second, rows]
+    # Back from each chain's last position; ``current`` holds, per batch slot, the pair
+    # state at the position being read.
+    current = np.zeros(layout.batch_sizes[0], dtype=np.intp)
+    for t in range(layout.max_length - 1, -1, -1):
+        block = layout.block(t)
+        n_continuing = layout.batch_sizes[t + 1] if t + 1 < layout.max_length else 0
+        slots = np.arange(n_continuing)
+        before = (backpointers[current[slots], layout.block(t + 1).start + slots]
+                  if n_continuing else slots)
+        ending = np.arange(n_continuing, block.stop - block.start)
+        scores = (delta if t else node_delta)[:, block.start + ending if t else ending]
+        best_scores[layout.sequence_order[ending]] = scores.max(axis=0)
+        if t:
+            current[slots] = before
+            current[ending] = scores.argmax(axis=0)
+            paths[block] = s.second[current[:block.stop - block.start]]
+        else:
+            paths[block.start + slots] = before
+            paths[block.start + ending] = scores.argmax(axis=0)
+    return paths, best_scores

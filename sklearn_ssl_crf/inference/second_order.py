@@ -25,7 +25,12 @@ step with ``transition[S]`` repeated over ``y_{t-2}``.
 import numpy as np
 from scipy.special import logsumexp
 
-from .restricted import PairStructure, RestrictedPairLattice, restricted_additive_expectation
+from .restricted import (
+    PairStructure,
+    RestrictedPairLattice,
+    restricted_additive_expectation,
+    restricted_viterbi,
+)
 
 __all__ = ["pair_lattice", "PairLattice", "LogSpacePairLattice", "viterbi_pairs",
            "pair_additive_expectation", "pair_position_entropies"]
@@ -252,13 +257,17 @@ class LogSpacePairLattice:
 
 
 def viterbi_pairs(unary, transition, layout):
-    """`chain.viterbi_batch` for second-order chains (``transition`` of shape (S + 1, S, S)).
+    """`chain.viterbi_batch` for second-order chains (``transition`` of shape (S + 1, S, S));
+    over the allowed structure (`restricted_viterbi`) when most entries are -inf.
 
     Returns
     -------
     paths : ndarray of int64 of shape (layout.n_rows,)
     best_scores : ndarray of shape (n_sequences,)
     """
+    structure = PairStructure.of(transition)
+    if structure is not None:
+        return restricted_viterbi(unary, transition, layout, structure)
     n_rows, n_labels = unary.shape
     log_steps = _step_tensors(transition)
     delta = np.empty((n_rows, n_labels, n_labels))
