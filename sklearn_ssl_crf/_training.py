@@ -216,10 +216,23 @@ class SemiSupervisedPath(CRF):
 
     def _supervised_start(self, fold, theta=None, delta=None):
         """The labelled likelihood's optimum at the fold's priors (L-BFGS, OWL-QN for L1),
-        from ``theta`` (None: zeros); ``delta`` (None: the estimator's) loosens the stop."""
+        from ``theta`` (None: zeros); ``delta`` (None: the estimator's) loosens the stop.
+
+        The state weights of an attribute that no labelled token has get no gradient but
+        their own L2 term's, zero at zero: from a start where they are zero they stay zero,
+        so L-BFGS runs on the other weights alone (the same iterates; with few labelled
+        sequences and many attributes from unlabelled text, a fraction of the vector)."""
         start = np.zeros(fold.layout.size) if theta is None else theta
-        return self._minimize(self._supervised_objective(fold), start, c1=fold.c1,
-                              delta=None if delta is None else max(delta, self.delta))
+        free = _free_parameters(fold)
+        if free.size == start.size or np.count_nonzero(start[free]) != np.count_nonzero(start):
+            free = slice(None)
+        result = self._minimize(_restricted(self._supervised_objective(fold), free, start.size),
+                                start[free], c1=fold.c1,
+                                delta=None if delta is None else max(delta, self.delta))
+        theta = np.zeros(start.size)
+        theta[free] = result.x
+        result.x = theta
+        return result
 
     def _supervised_objective(self, fold):
         return penalised_negative_log_likelihood(fold.labelled, fold.layout,
@@ -453,6 +466,33 @@ class SemiSupervisedPath(CRF):
     def _say(self, message):
         if self.verbose:
             print(message, flush=True)
+
+
+def _free_parameters(fold):
+    """Indices of the parameters that a supervised fit on the fold's labelled sequences
+    can move from zero: the transition weights and the state weights of the attributes
+    that occur in those sequences."""
+    layout = fold.layout
+    attributes = np.unique(np.concatenate(
+        [chunk.matrix.indices[chunk.matrix.data != 0] for chunk in fold.labelled.chunks]))
+    # Each state weight's position in the vector, plus one (zero: not a parameter).
+    positions = layout.blocks(np.arange(1.0, layout.size + 1))[0][attributes]
+    state = positions[positions > 0].astype(np.intp) - 1
+    return np.concatenate([np.sort(state), np.arange(layout.n_state, layout.size)])
+
+
+def _restricted(objective, free, size):
+    """``objective`` as a function of the parameters ``free`` alone, the others zero."""
+    if isinstance(free, slice):
+        return objective
+
+    def on_free(values):
+        theta = np.zeros(size)
+        theta[free] = values
+        value, gradient = objective(theta)
+        return value, gradient[free]
+
+    return on_free
 
 
 def _in_worker(estimator, method, problem, *args, **kwargs):

@@ -138,6 +138,9 @@ def minimize_lbfgs(
             direction[direction * steepest >= 0] = 0.0
             orthant = np.where(x != 0, np.sign(x), -np.sign(steepest))
         step = 1.0 if history.size else 1.0 / np.linalg.norm(steepest)
+        # The slope along the direction; with L1 the orthant projection changes the step,
+        # and the slope is taken along the step actually made.
+        unit_slope = None if c1 else steepest @ direction
         for _ in range(max_linesearch):
             x_new = daxpy(direction, x.copy(), a=step)
             if c1:
@@ -145,7 +148,7 @@ def minimize_lbfgs(
             value_new, gradient_new = fun(x_new)
             n_evaluations += 1
             loss_new = loss_of(value_new, x_new)
-            slope = steepest @ x_new - steepest @ x
+            slope = steepest @ x_new - steepest @ x if c1 else step * unit_slope
             if np.isfinite(loss_new) and loss_new <= loss + _SUFFICIENT_DECREASE * slope:
                 break
             step *= _BACKTRACK
