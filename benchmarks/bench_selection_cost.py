@@ -21,17 +21,20 @@ Cases:
     2,000 unlabelled training sentences, plain `WindowFeatures()`.
 
 Prints the median seconds of each fit, the default fit's cost in fixed-setting fits at
-each ``n_jobs``, and the median of the paired speed-ups of ``n_jobs=2``. Run it on an idle
-machine.
+each ``n_jobs``, the median of the paired speed-ups of ``n_jobs=2``, and for graph-PR the
+default fit's token error on the unlabelled sequences. Run it on an idle machine.
 
 Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_selection_cost.py --cases pos,ner --repeat 2
 
-``--n-jobs 1`` fits at ``n_jobs=1`` only (no alternation, no check).
+``--n-jobs 1`` fits at ``n_jobs=1`` only (no alternation, no check); ``--fixed-only
+'{"c1": 0.1, "c2": 0.01, "lam": 1.0}'`` times only the fixed-setting fit at those settings
+(a commit's fit at the settings another commit's default fit chose).
 """
 
 import argparse
+import json
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +46,7 @@ from bench_defaults import (
     ocr_pool,
     timed_fit,
 )
-from bench_graph_pr import ocr_graph_vectors
+from bench_graph_pr import ocr_graph_vectors, token_errors
 from conll_features import DEFAULT_DATA
 from sklearn.base import clone
 
@@ -62,7 +65,9 @@ def pos_case(data_dir):
     X = WindowFeatures(window=1, suffixes=(1, 2, 3)).fit_transform(
         [sentences[i] for i in order])
     y = [tags[i] for i in order[:POS_LABELLED]] + [None] * (len(order) - POS_LABELLED)
-    return GraphPRCRF(graph="trigram", random_state=0), (X, y), {}
+    gold = [tags[i] for i in order[POS_LABELLED:]]
+    return (GraphPRCRF(graph="trigram", random_state=0), (X, y), {},
+            graph_pr_errors(X, gold, POS_LABELLED))
 
 
 def ner_case(data_dir):
@@ -74,14 +79,24 @@ def ner_case(data_dir):
     X = features.transform([X_train[i] for i in labelled])
     U = features.transform([X_train[i] for i in unlabelled])
     return (EntropyRegularizedCRF(random_state=0), (X, [y_train[i] for i in labelled]),
-            {"X_unlabeled": U})
+            {"X_unlabeled": U}, None)
 
 
 def ocr_case(data_dir, order):
     images, labels, _ = read_ocr_letters(data_dir / "ocr" / "letters-folds0-4.data.gz")
-    X, graph, y_partial, _, _ = ocr_pool(0, images, labels, ocr_graph_vectors(images, 0.7),
-                                         order)
-    return GraphPRCRF(graph=graph, order=order, random_state=0), (X, y_partial), {}
+    X, graph, y_partial, gold, n = ocr_pool(0, images, labels,
+                                            ocr_graph_vectors(images, 0.7), order)
+    return (GraphPRCRF(graph=graph, order=order, random_state=0), (X, y_partial), {},
+            graph_pr_errors(X, gold, n))
+
+
+def graph_pr_errors(X, gold, n_labelled):
+    """``model -> text``: the token error (%) of a `GraphPRCRF` on the unlabelled
+    sequences, q's labels (PR) and theta's (PR-theta)."""
+    def errors(model):
+        return (f"error PR {token_errors(model.transduction_[n_labelled:], gold):.2f} %, "
+                f"PR-theta {token_errors(model.predict(X[n_labelled:]), gold):.2f} %")
+    return errors
 
 
 CASES = {"pos": pos_case, "ocr1": lambda data_dir: ocr_case(data_dir, 1),
@@ -111,11 +126,20 @@ def main(argv=None):
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--n-jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--fixed-only", type=json.loads, metavar="SETTINGS",
+                        help="time only the fixed-setting fit, at these settings (JSON)")
     args = parser.parse_args(argv)
     print("| case | n_jobs | default fit (s) | fixed-setting fit to the cap (s) | ratio |")
     print("|---|---:|---:|---:|---:|")
     for name in args.cases.split(","):
-        estimator, fit_args, fit_kwargs = CASES[name](args.data_dir)
+        estimator, fit_args, fit_kwargs, errors = CASES[name](args.data_dir)
+        if args.fixed_only is not None:
+            fixed, _ = alternated(clone(estimator).set_params(early_stopping=False,
+                                                              **args.fixed_only),
+                                  fit_args, fit_kwargs, args.repeat, args.n_jobs)
+            for n_jobs in args.n_jobs:
+                print(f"| {name} | {n_jobs} | | {np.median(fixed[n_jobs]):.1f} | |", flush=True)
+            continue
         default, model = alternated(estimator, fit_args, fit_kwargs, args.repeat, args.n_jobs)
         fixed_estimator = clone(estimator).set_params(early_stopping=False,
                                                       **model.best_params_)
@@ -129,7 +153,8 @@ def main(argv=None):
             f"{np.median(np.array(fixed[1]) / np.array(fixed[n_jobs])):.2f}x (fixed)"
             for n_jobs in args.n_jobs if n_jobs != 1 and 1 in args.n_jobs)
         print(f"| {name}: chose {model.best_params_}, iteration {model.best_iteration_}"
-              f"{speedups} | | | | |", flush=True)
+              f"{speedups}{'' if errors is None else '; default fit ' + errors(model)} "
+              "| | | | |", flush=True)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import numpy as np
 from ._threads import single_threaded_blas
 from ._training_data import Phase
 from .objective import log_partition
+from .optim import CurvatureHistory
 
 # Halvings of an E-step's step size before it is taken as converged.
 _MAX_HALVINGS = 10
@@ -57,6 +58,7 @@ class _ExpectationMaximisation:
         self.weight = model.unlabeled_weight
         self.supervised = model._supervised_objective(fold)
         self._last_terms = None
+        self.history = CurvatureHistory(model.num_memories, self.layout.size)
         # Keys of the work the chunks keep between evaluations: unique to this run.
         self._keys = (f"{uuid.uuid4().hex}-{k}" for k in itertools.count())
         self._keyed_theta = self._theta_key = None
@@ -215,7 +217,12 @@ class _ExpectationMaximisation:
     # -- M-step --------------------------------------------------------------------------
 
     def _m_step_objective(self, q):
-        """``theta -> (value, gradient)`` of ``-L(theta) - weight * sum E_q[log p_theta]``."""
+        """``theta -> (value, gradient)`` of ``-L(theta) - weight * sum E_q[log p_theta]``.
+
+        Only the linear term ``-weight <E_q[F], theta>`` changes from one M-step to the
+        next, so the Hessian and L-BFGS's correction pairs stay valid: every M-step of
+        the run shares one `CurvatureHistory` (its ``lbfgs_history``), each starting
+        where the last one's quasi-Newton model ended."""
         weight, features = self.weight, q.features
 
         def objective(theta):
@@ -226,6 +233,7 @@ class _ExpectationMaximisation:
             gradient += terms.gradient
             return terms.value + weight * (terms.log_z - features @ theta), gradient
 
+        objective.lbfgs_history = self.history
         return objective
 
     def _likelihood_terms(self, theta):

@@ -231,7 +231,7 @@ class SemiSupervisedPath(CRF):
         and puts the weights back in place."""
         start = np.zeros(fold.layout.size) if theta is None else theta
         restricted, index = self._attribute_restriction(fold)
-        if np.count_nonzero(start[index]) != np.count_nonzero(start):
+        if restricted is None or np.count_nonzero(start[index]) != np.count_nonzero(start):
             restricted, index = fold, slice(None)
         restricted.c1, restricted.c2, restricted.c2_transitions = (
             fold.c1, fold.c2, fold.c2_transitions)
@@ -245,10 +245,15 @@ class SemiSupervisedPath(CRF):
 
     def _attribute_restriction(self, fold):
         """A `Fold` of the fold's labelled sequences restricted to the attributes they
-        have, and the index of its parameters in the fold's vector (made once a fold)."""
+        have, and the index of its parameters in the fold's vector (made once a fold);
+        ``(None, None)`` when they have more than half of the attributes (a second copy of
+        the labelled chunks would save little)."""
         if "restricted" not in fold.extra:
             sequences, codes = fold.extra["labelled_sequences"], fold.extra["labelled_codes"]
             attributes = np.unique(sequences.matrix.indices[sequences.matrix.data != 0])
+            if 2 * attributes.size > sequences.matrix.shape[1]:
+                fold.extra["restricted"] = (None, None)
+                return fold.extra["restricted"]
             # Each parameter's position in the vector, plus one (zero: not a parameter).
             blocks = fold.layout.blocks(np.arange(1.0, fold.layout.size + 1))
             blocks[0] = blocks[0][attributes]

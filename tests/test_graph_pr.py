@@ -18,6 +18,7 @@ from sklearn_ssl_crf._training_data import Fold
 from sklearn_ssl_crf.datasets import load_ud_english_ewt, make_sequences, read_ocr_letters
 from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, trigram_graph
 from sklearn_ssl_crf.objective import GraphLaplacianPenalty
+from sklearn_ssl_crf.optim import CurvatureHistory, minimize_lbfgs
 from sklearn_ssl_crf.parallel import ChunkedSequences, _chunked
 
 
@@ -131,6 +132,36 @@ def test_expected_features_kept_by_the_chunks_equal_a_new_pass(tiny_problem):
     em._expected_features(replaced)
     np.testing.assert_array_equal(kept.features, replaced.features)
     assert kept.expected_log_q == replaced.expected_log_q
+
+
+def test_objectives_that_differ_by_a_linear_term_share_lbfgs_pairs():
+    """M-steps share one CurvatureHistory: on a quadratic whose linear term changes (as q's
+    expected features change the M-step's), the second run starts from the first run's
+    pairs and reaches the new optimum in fewer iterations."""
+    rng = np.random.default_rng(0)
+    basis = rng.normal(size=(30, 30))
+    hessian = basis @ basis.T + 30 * np.eye(30)
+
+    def quadratic(linear, history=None):
+        def objective(x):
+            return 0.5 * x @ hessian @ x - linear @ x, hessian @ x - linear
+        if history is not None:
+            objective.lbfgs_history = history
+        return objective
+
+    history = CurvatureHistory(6, 30)
+    first = minimize_lbfgs(quadratic(rng.normal(size=30), history), np.zeros(30),
+                           epsilon=1e-10, period=0)
+    assert history.size == 6
+    linear = rng.normal(size=30)
+    warm = minimize_lbfgs(quadratic(linear, history), first.x, epsilon=1e-10, period=0)
+    cold = minimize_lbfgs(quadratic(linear), first.x, epsilon=1e-10, period=0)
+    optimum = np.linalg.solve(hessian, linear)
+    for result in (warm, cold):
+        np.testing.assert_allclose(result.x, optimum, rtol=1e-7, atol=1e-9)
+    assert warm.n_iter < cold.n_iter
+    with pytest.raises(ValueError, match="pairs of size"):
+        minimize_lbfgs(quadratic(linear[:20], CurvatureHistory(6, 30)), np.zeros(20))
 
 
 def test_m_step_gradient_matches_finite_differences(tiny_problem):
