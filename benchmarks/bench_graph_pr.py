@@ -237,7 +237,7 @@ def estep_cost(X_pool, y_gold, n_labelled, graph, repeat, n_jobs=None):
     fold = Fold(None, layout, extra={"penalty": penalty, "unlabelled": data})
     em = _ExpectationMaximisation(model, fold, 1.0)
     supervised = penalised_negative_log_likelihood(labelled_data, layout, 1.0)
-    log_z = em._log_partition(theta)
+    log_z = em._likelihood_terms(theta).log_z
     offsets = np.zeros((graph.n_vertices, n_labels))
     times = {"estep": [], "likelihood": []}
     with single_threaded_blas():

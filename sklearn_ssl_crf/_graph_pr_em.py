@@ -4,6 +4,8 @@ constraint by exponentiated gradient, and the M-step on the labelled likelihood 
 expected log-likelihood.
 """
 
+import itertools
+import uuid
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -11,6 +13,7 @@ import numpy as np
 from ._threads import single_threaded_blas
 from ._training_data import Phase
 from .objective import log_partition
+from .optim import CurvatureHistory
 
 # Halvings of an E-step's step size before it is taken as converged.
 _MAX_HALVINGS = 10
@@ -28,8 +31,21 @@ class _Auxiliary:
     objective: float           # kl + lam * h, at theta'
 
     penalty_gradient: np.ndarray
+    key: str = None                    # under which the chunks keep q's marginals
     features: np.ndarray = None        # E_q[F], packed as theta
     expected_log_q: float = None       # E_q[log q]
+
+
+@dataclass
+class _LikelihoodTerms:
+    """At ``theta``: the supervised objective's ``value`` and ``gradient``, and the
+    unlabelled sequences' summed ``log_z`` and ``expected_features`` (packed as theta)."""
+
+    theta: np.ndarray
+    value: float
+    gradient: np.ndarray
+    log_z: float
+    expected_features: np.ndarray
 
 
 class _ExpectationMaximisation:
@@ -41,6 +57,11 @@ class _ExpectationMaximisation:
         self.labelled_data, self.unlabelled_data = fold.labelled, fold.extra["unlabelled"]
         self.weight = model.unlabeled_weight
         self.supervised = model._supervised_objective(fold)
+        self._last_terms = None
+        self.history = CurvatureHistory(model.num_memories, self.layout.size)
+        # Keys of the work the chunks keep between evaluations: unique to this run.
+        self._keys = (f"{uuid.uuid4().hex}-{k}" for k in itertools.count())
+        self._keyed_theta = self._theta_key = None
         self.n_labels = len(model.classes_)
         tokens = self.penalty.token_groups[self.penalty.token_groups >= 0]
         counts = np.bincount(tokens, minlength=self.penalty.n_groups).astype(np.float64)
@@ -57,9 +78,10 @@ class _ExpectationMaximisation:
             start = on_iteration(0, theta, None)
             return Phase(theta, [dict(start, phase="EM", em_iteration=0)], 0)
         log = []
-        log_z = self._log_partition(theta)
+        terms = self._likelihood_terms(theta)
+        log_z = terms.log_z
         q = self._evaluate(theta, log_z, np.zeros((self.penalty.n_groups, self.n_labels)))
-        likelihood = -(self.supervised(theta)[0] + self.fold.c1 * np.abs(theta).sum())
+        likelihood = -(terms.value + self.fold.c1 * np.abs(theta).sum())
         objective = start_objective = likelihood - weight * q.objective
         try:
             scores = on_iteration(0, theta, q)
@@ -94,7 +116,8 @@ class _ExpectationMaximisation:
                 theta, m_step_loss, m_iterations = result.x, result.fun, result.n_iter
             else:
                 m_step_loss, m_iterations = -likelihood, 0
-            log_z = self._log_partition(theta)
+            # The M-step's last evaluation was at theta: its log-partition is known.
+            log_z = self._likelihood_terms(theta).log_z
             expected_log_p = q.features @ theta - log_z
             likelihood = -m_step_loss - weight * expected_log_p
             # q at the new theta: the start the next E-step must beat. A copy, so that a q
@@ -136,15 +159,25 @@ class _ExpectationMaximisation:
     # -- E-step --------------------------------------------------------------------------
 
     def _evaluate(self, theta, log_z, offsets):
-        """q with these offsets at theta: KL(q || p_theta), h and its gradient."""
+        """q with these offsets at theta, whose log-partition is ``log_z``: KL(q ||
+        p_theta), h and its gradient."""
         state, transition = self.layout.unpack(theta)
+        keys = (self._key_of(theta), next(self._keys))
         with single_threaded_blas():
             log_z_q, sums = self.unlabelled_data.sum(_chunk_auxiliary_statistics, state,
-                                                     transition, offsets, False)
+                                                     transition, offsets, keys, False)
         penalty, gradient = self.penalty.value_and_gradient(sums)
         # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
         kl = float(np.vdot(offsets, sums)) - log_z_q + log_z
-        return _Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient)
+        return _Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient,
+                          keys[1])
+
+    def _key_of(self, theta):
+        """The key of theta's unary potentials kept by the chunks: new for a new theta (the
+        EM replaces theta, never changes it in place)."""
+        if theta is not self._keyed_theta:
+            self._keyed_theta, self._theta_key = theta, next(self._keys)
+        return self._theta_key
 
     def _e_step(self, theta, log_z, current):
         """Exponentiated-gradient steps on q's offsets from ``current`` (evaluated at
@@ -172,28 +205,53 @@ class _ExpectationMaximisation:
     def _expected_features(self, q):
         """Sets q's expected features and ``E_q[log q]``."""
         state, transition = self.layout.unpack(q.theta)
+        keys = (self._key_of(q.theta), q.key)
         with single_threaded_blas():
             log_z_q, sums, d_state, d_transition = self.unlabelled_data.sum(
-                _chunk_auxiliary_statistics, state, transition, q.offsets, True)
+                _chunk_auxiliary_statistics, state, transition, q.offsets, keys, True)
+            # The E-step is over: what the chunks kept of it is not needed again.
+            self.unlabelled_data.map(_chunk_forget)
         q.features = self.layout.pack(d_state, d_transition)
         q.expected_log_q = float(q.features @ q.theta + np.vdot(q.offsets, sums) - log_z_q)
 
     # -- M-step --------------------------------------------------------------------------
 
     def _m_step_objective(self, q):
-        """``theta -> (value, gradient)`` of ``-L(theta) - weight * sum E_q[log p_theta]``."""
-        supervised, layout, weight = self.supervised, self.layout, self.weight
-        data, features = self.unlabelled_data, q.features
+        """``theta -> (value, gradient)`` of ``-L(theta) - weight * sum E_q[log p_theta]``.
+
+        Only the linear term ``-weight <E_q[F], theta>`` changes from one M-step to the
+        next, so the Hessian and L-BFGS's correction pairs stay valid: every M-step of
+        the run shares one `CurvatureHistory` (its ``lbfgs_history``), each starting
+        where the last one's quasi-Newton model ended."""
+        weight, features = self.weight, q.features
 
         def objective(theta):
-            value, gradient = supervised(theta)
-            state, transition = layout.unpack(theta)
-            log_z, d_state, d_transition = data.sum(_chunk_log_partition, state, transition)
-            value += weight * (log_z - features @ theta)
-            gradient += weight * (layout.pack(d_state, d_transition) - features)
-            return value, gradient
+            terms = self._likelihood_terms(theta)
+            gradient = np.subtract(terms.expected_features, features)
+            if weight != 1:
+                gradient *= weight
+            gradient += terms.gradient
+            return terms.value + weight * (terms.log_z - features @ theta), gradient
 
+        objective.lbfgs_history = self.history
         return objective
+
+    def _likelihood_terms(self, theta):
+        """What the M-step's objective needs of theta, whatever q is: the supervised part's
+        value and gradient, and the unlabelled sequences' log-partition and expected
+        features. The last theta's are kept: the EM's log-partition after an M-step and the
+        next M-step's first evaluation are at the M-step's last theta."""
+        last = self._last_terms
+        if last is not None and np.array_equal(last.theta, theta):
+            return last
+        value, gradient = self.supervised(theta)
+        state, transition = self.layout.unpack(theta)
+        with single_threaded_blas():
+            log_z, d_state, d_transition = self.unlabelled_data.sum(
+                _chunk_log_partition, state, transition)
+        self._last_terms = _LikelihoodTerms(np.array(theta), value, gradient, log_z,
+                                            self.layout.pack(d_state, d_transition))
+        return self._last_terms
 
     def _unary_shift(self, old_theta, new_theta):
         """Per vertex, the mean over its unlabelled tokens of the change of theta's unary
@@ -203,23 +261,34 @@ class _ExpectationMaximisation:
             sums = self.unlabelled_data.sum(_chunk_unary_group_sums, difference)[0]
         return sums * self.inverse_token_counts
 
-    def _log_partition(self, theta):
-        state, transition = self.layout.unpack(theta)
-        with single_threaded_blas():
-            return self.unlabelled_data.sum(_chunk_log_partition, state, transition)[0]
 
-
-def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, features):
+def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, keys,
+                                features):
     """A chunk's ``sum log Z_q`` and q's marginal sums per vertex; with ``features``, also
-    q's expected state and transition features."""
-    unary = chunk.unary(state)
-    unary += chunk.group_matrix.T @ offsets
-    log_z, node_marginals, edge_marginal_sum = log_partition(chunk, unary, transition,
-                                                             workspace)
-    sums = np.asarray(chunk.group_matrix @ node_marginals)
+    q's expected state and transition features.
+
+    ``keys``: theta's and q's. The chunk keeps theta's unary potentials, which every
+    evaluation of an E-step shares, and q's marginals, from which the expected features
+    of the E-step's last q are taken without a second forward-backward (`keep`; another
+    process may hold the chunk next time, and then computes them again)."""
+    theta_key, q_key = keys
+    kept = chunk.recall("q", q_key)
+    if kept is None:
+        unary = chunk.recall("unary", theta_key)
+        if unary is None:
+            unary = chunk.keep("unary", theta_key, chunk.unary(state))
+        log_z, node_marginals, edge_marginal_sum = log_partition(
+            chunk, unary + chunk.group_matrix.T @ offsets, transition, workspace)
+        kept = chunk.keep("q", q_key, (log_z, np.asarray(chunk.group_matrix @ node_marginals),
+                                       node_marginals.copy(), edge_marginal_sum.copy()))
+    log_z, sums, node_marginals, edge_marginal_sum = kept
     if not features:
-        return log_z, sums
-    return log_z, sums, chunk.weight_gradient(node_marginals), edge_marginal_sum
+        return log_z, sums.copy()
+    return log_z, sums.copy(), chunk.weight_gradient(node_marginals), edge_marginal_sum.copy()
+
+
+def _chunk_forget(chunk, workspace):
+    chunk.forget()
 
 
 def _chunk_unary_group_sums(chunk, workspace, state):

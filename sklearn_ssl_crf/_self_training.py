@@ -234,12 +234,6 @@ vectorizer_
             scores, stopped = _scores_or_stop(on_iteration, round_, theta)
         return Phase(theta, log, round_, reason, message, rounds)
 
-    def _fold(self, problem, train):
-        fold = super()._fold(problem, train)
-        fold.extra.update(labelled_sequences=problem.labelled[train],
-                          labelled_codes=np.concatenate([problem.codes[i] for i in train]))
-        return fold
-
     def _finish(self, problem, fold, result):
         self.rounds_ = result.state
 

@@ -40,6 +40,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._crf import CRF
+from ._parameters import WeightLayout
 from ._selection import (
     _candidates,
     _first_best,
@@ -51,6 +52,7 @@ from ._selection import (
     describe_settings,
     spread_folds,
 )
+from ._sequences import SequenceMatrix
 from ._training_data import Fold, Problem, _Run
 from ._validation import check_labels
 from .metrics import check_scoring
@@ -209,17 +211,62 @@ class SemiSupervisedPath(CRF):
 
     def _fold(self, problem, train):
         """The labelled sequences ``train`` (indices into the problem's) packed, and the
-        weight layout they give."""
-        labelled = self._chunked(problem.labelled[train],
-                                 np.concatenate([problem.codes[i] for i in train]))
-        return Fold(labelled, self._weight_layout(labelled))
+        weight layout they give; ``extra`` holds them unpacked (``labelled_sequences``) and
+        their tokens' label codes (``labelled_codes``)."""
+        sequences = problem.labelled[train]
+        codes = np.concatenate([problem.codes[i] for i in train])
+        labelled = self._chunked(sequences, codes)
+        return Fold(labelled, self._weight_layout(labelled),
+                    extra={"labelled_sequences": sequences, "labelled_codes": codes})
 
     def _supervised_start(self, fold, theta=None, delta=None):
         """The labelled likelihood's optimum at the fold's priors (L-BFGS, OWL-QN for L1),
-        from ``theta`` (None: zeros); ``delta`` (None: the estimator's) loosens the stop."""
+        from ``theta`` (None: zeros); ``delta`` (None: the estimator's) loosens the stop.
+
+        The state weights of an attribute that no labelled token has get no gradient but
+        their own L2 term's, zero at zero: from a start where they are zero they stay zero.
+        So the fit runs on the fold's labelled rows restricted to their own attributes
+        (`_attribute_restriction`), the same iterates on a shorter vector (with few
+        labelled sequences and many attributes from unlabelled text, a fraction of it),
+        and puts the weights back in place."""
         start = np.zeros(fold.layout.size) if theta is None else theta
-        return self._minimize(self._supervised_objective(fold), start, c1=fold.c1,
-                              delta=None if delta is None else max(delta, self.delta))
+        restricted, index = self._attribute_restriction(fold)
+        if restricted is None or np.count_nonzero(start[index]) != np.count_nonzero(start):
+            restricted, index = fold, slice(None)
+        restricted.c1, restricted.c2, restricted.c2_transitions = (
+            fold.c1, fold.c2, fold.c2_transitions)
+        result = self._minimize(self._supervised_objective(restricted), start[index],
+                                c1=fold.c1,
+                                delta=None if delta is None else max(delta, self.delta))
+        theta = np.zeros(start.size)
+        theta[index] = result.x
+        result.x = theta
+        return result
+
+    def _attribute_restriction(self, fold):
+        """A `Fold` of the fold's labelled sequences restricted to the attributes they
+        have, and the index of its parameters in the fold's vector (made once a fold);
+        ``(None, None)`` when they have more than half of the attributes (a second copy of
+        the labelled chunks would save little)."""
+        if "restricted" not in fold.extra:
+            sequences, codes = fold.extra["labelled_sequences"], fold.extra["labelled_codes"]
+            attributes = np.unique(sequences.matrix.indices[sequences.matrix.data != 0])
+            if 2 * attributes.size > sequences.matrix.shape[1]:
+                fold.extra["restricted"] = (None, None)
+                return fold.extra["restricted"]
+            # Each parameter's position in the vector, plus one (zero: not a parameter).
+            blocks = fold.layout.blocks(np.arange(1.0, fold.layout.size + 1))
+            blocks[0] = blocks[0][attributes]
+            masks = [block > 0 for block in blocks]
+            names = ["state_mask", "transition_mask", "trigram_mask", "skip_mask"]
+            layout = WeightLayout(attributes.size, len(self.classes_), order=self.order,
+                                  **{name: mask for name, mask in zip(names, masks)
+                                     if not mask.all()})
+            data = self._chunked(SequenceMatrix(sequences.matrix[:, attributes],
+                                                sequences.offsets), codes)
+            index = np.concatenate([block[mask] for block, mask in zip(blocks, masks)])
+            fold.extra["restricted"] = (Fold(data, layout), index.astype(np.intp) - 1)
+        return fold.extra["restricted"]
 
     def _supervised_objective(self, fold):
         return penalised_negative_log_likelihood(fold.labelled, fold.layout,

@@ -402,10 +402,10 @@ def test_conll2000_subset_accuracy_floor(shared_data):
 def test_lbfgs_history_after_rejected_pairs_matches_explicit_two_loop():
     """Pairs without positive curvature are skipped; the ring buffer then still holds exactly
     the newest accepted pairs."""
-    from sklearn_ssl_crf.optim.lbfgs import _History
+    from sklearn_ssl_crf.optim import CurvatureHistory
 
     rng = np.random.default_rng(0)
-    history, accepted = _History(3, 5), []
+    history, accepted = CurvatureHistory(3, 5), []
     for k in range(6):
         s, y = rng.normal(size=5), rng.normal(size=5)
         if k % 3 == 2:

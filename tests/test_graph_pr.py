@@ -18,6 +18,7 @@ from sklearn_ssl_crf._training_data import Fold
 from sklearn_ssl_crf.datasets import load_ud_english_ewt, make_sequences, read_ocr_letters
 from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, trigram_graph
 from sklearn_ssl_crf.objective import GraphLaplacianPenalty
+from sklearn_ssl_crf.optim import CurvatureHistory, minimize_lbfgs
 from sklearn_ssl_crf.parallel import ChunkedSequences, _chunked
 
 
@@ -69,7 +70,10 @@ def tiny_problem():
     layout = WeightLayout(n_features, n_labels)
     model = fixed(GraphPRCRF(lam=0.7, unlabeled_weight=1.3, c2=0.1))
     model.classes_ = list(range(n_labels))
-    fold = Fold(None, layout, c1=0.0, c2=0.1, extra={"penalty": penalty, "unlabelled": data})
+    labelled = SequenceMatrix(sp.csr_matrix(rng.normal(size=(5, n_features))), [0, 2, 5])
+    labelled_data = ChunkedSequences(labelled, rng.integers(0, n_labels, size=5), n_labels)
+    fold = Fold(labelled_data, layout, c1=0.0, c2=0.1,
+                extra={"penalty": penalty, "unlabelled": data})
     em = _ExpectationMaximisation(model, fold, 0.7)
     theta = rng.normal(size=layout.size)
     offsets = rng.normal(size=(4, n_labels))
@@ -104,7 +108,7 @@ def test_kl_expected_features_and_penalty_match_enumeration(tiny_problem):
             np.add.at(node[start + t], paths[:, t], q)
             if t:
                 np.add.at(edges, (paths[:, t - 1], paths[:, t]), q)
-    log_z = em._log_partition(theta)
+    log_z = em._likelihood_terms(theta).log_z
     auxiliary = em._evaluate(theta, log_z, offsets)
     assert auxiliary.kl == pytest.approx(kl, rel=1e-10, abs=1e-12)
     assert auxiliary.penalty == pytest.approx(penalty(node)[0], rel=1e-10)
@@ -115,17 +119,54 @@ def test_kl_expected_features_and_penalty_match_enumeration(tiny_problem):
     assert auxiliary.expected_log_q == pytest.approx(expected_log_q, rel=1e-10)
 
 
+def test_expected_features_kept_by_the_chunks_equal_a_new_pass(tiny_problem):
+    """q's expected features come from the marginals the chunks kept from its evaluation;
+    once later evaluations replaced them, a new forward-backward gives the same floats."""
+    em, _, _, _, theta, offsets = tiny_problem
+    log_z = em._likelihood_terms(theta).log_z
+    kept = em._evaluate(theta, log_z, offsets)
+    em._expected_features(kept)
+    assert not any(chunk.kept for chunk in em.unlabelled_data.chunks)
+    replaced = em._evaluate(theta, log_z, offsets)
+    em._evaluate(theta, log_z, 2 * offsets)
+    em._expected_features(replaced)
+    np.testing.assert_array_equal(kept.features, replaced.features)
+    assert kept.expected_log_q == replaced.expected_log_q
+
+
+def test_objectives_that_differ_by_a_linear_term_share_lbfgs_pairs():
+    """M-steps share one CurvatureHistory: on a quadratic whose linear term changes (as q's
+    expected features change the M-step's), the second run starts from the first run's
+    pairs and reaches the new optimum in fewer iterations."""
+    rng = np.random.default_rng(0)
+    basis = rng.normal(size=(30, 30))
+    hessian = basis @ basis.T + 30 * np.eye(30)
+
+    def quadratic(linear, history=None):
+        def objective(x):
+            return 0.5 * x @ hessian @ x - linear @ x, hessian @ x - linear
+        if history is not None:
+            objective.lbfgs_history = history
+        return objective
+
+    history = CurvatureHistory(6, 30)
+    first = minimize_lbfgs(quadratic(rng.normal(size=30), history), np.zeros(30),
+                           epsilon=1e-10, period=0)
+    assert history.size == 6
+    linear = rng.normal(size=30)
+    warm = minimize_lbfgs(quadratic(linear, history), first.x, epsilon=1e-10, period=0)
+    cold = minimize_lbfgs(quadratic(linear), first.x, epsilon=1e-10, period=0)
+    optimum = np.linalg.solve(hessian, linear)
+    for result in (warm, cold):
+        np.testing.assert_allclose(result.x, optimum, rtol=1e-7, atol=1e-9)
+    assert warm.n_iter < cold.n_iter
+    with pytest.raises(ValueError, match="pairs of size"):
+        minimize_lbfgs(quadratic(linear[:20], CurvatureHistory(6, 30)), np.zeros(20))
+
+
 def test_m_step_gradient_matches_finite_differences(tiny_problem):
-    em, _, penalty, layout, theta, offsets = tiny_problem
-    rng = np.random.default_rng(4)
-    lengths = np.array([2, 3])
-    labelled = SequenceMatrix(sp.csr_matrix(rng.normal(size=(5, 4))), [0, 2, 5])
-    labelled_data = ChunkedSequences(labelled, rng.integers(0, 3, size=5), 3)
-    assert labelled.lengths.tolist() == lengths.tolist()
-    fold = Fold(labelled_data, layout, c1=0.0, c2=0.1,
-                extra={"penalty": penalty, "unlabelled": em.unlabelled_data})
-    em = _ExpectationMaximisation(em.model, fold, 0.7)
-    q = em._evaluate(theta, em._log_partition(theta), offsets)
+    em, _, _, layout, theta, offsets = tiny_problem
+    q = em._evaluate(theta, em._likelihood_terms(theta).log_z, offsets)
     em._expected_features(q)
     objective = em._m_step_objective(q)
     _, gradient = objective(theta)
@@ -222,8 +263,12 @@ def test_no_penalty_and_no_unlabelled_weight_is_exactly_the_crf(synthetic):
     X, _, y_partial, graph = synthetic
     crf = CRF(c2=0.5).fit(X, y_partial)
     model = fixed(GraphPRCRF(graph=graph, lam=0.0, unlabeled_weight=0.0, c2=0.5)).fit(X, y_partial)
-    np.testing.assert_array_equal(model.state_weights_, crf.state_weights_)
-    np.testing.assert_array_equal(model.transition_weights_, crf.transition_weights_)
+    # The same iterates; the fit runs L-BFGS on the weights of the attributes that labelled
+    # tokens have (the others stay 0), which only changes BLAS summation order.
+    np.testing.assert_allclose(model.state_weights_, crf.state_weights_, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(model.transition_weights_, crf.transition_weights_, rtol=0,
+                               atol=1e-9)
+    assert model.predict(X) == crf.predict(X)
     assert model.attributes_ == crf.attributes_
 
 
@@ -231,7 +276,9 @@ def test_unlabelled_weight_zero_keeps_theta_but_q_uses_the_graph(synthetic):
     X, _, y_partial, graph = synthetic
     crf = CRF().fit(X, y_partial)
     model = fixed(GraphPRCRF(graph=graph, lam=5.0, unlabeled_weight=0.0)).fit(X, y_partial)
-    np.testing.assert_array_equal(model.state_weights_, crf.state_weights_)
+    start = fixed(GraphPRCRF(graph=graph, lam=5.0, unlabeled_weight=0.0, em_iterations=0))
+    np.testing.assert_array_equal(model.state_weights_, start.fit(X, y_partial).state_weights_)
+    np.testing.assert_allclose(model.state_weights_, crf.state_weights_, rtol=0, atol=1e-9)
     assert model.n_iter_ == 1 and em_entries(model)[1]["penalty"] < \
         em_entries(model)[0]["penalty"]
     assert model.transduction_[30:] != crf.predict(X[30:])

@@ -1,5 +1,5 @@
 """Optimisers shared by the estimators."""
 
-from .lbfgs import LBFGSResult, minimize_lbfgs, pseudo_gradient
+from .lbfgs import CurvatureHistory, LBFGSResult, minimize_lbfgs, pseudo_gradient
 
-__all__ = ["minimize_lbfgs", "pseudo_gradient", "LBFGSResult"]
+__all__ = ["minimize_lbfgs", "pseudo_gradient", "LBFGSResult", "CurvatureHistory"]

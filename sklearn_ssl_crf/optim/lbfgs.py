@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg.blas import daxpy
 
-__all__ = ["minimize_lbfgs", "LBFGSResult", "pseudo_gradient"]
+__all__ = ["minimize_lbfgs", "LBFGSResult", "CurvatureHistory", "pseudo_gradient"]
 
 # Armijo constant of the backtracking line search, and its shrink factor.
 _SUFFICIENT_DECREASE = 1e-4
@@ -84,6 +84,10 @@ def minimize_lbfgs(
     ----------
     fun : callable
         ``fun(x) -> (value, gradient)`` of the smooth part (the L2 penalty belongs here).
+        If it has an attribute ``lbfgs_history`` (a `CurvatureHistory` of ``num_memories``
+        pairs of this size), the run starts from those correction pairs and adds its own:
+        a warm start for a sequence of objectives that differ by linear terms only (the
+        same Hessian, so the same pairs), such as the M-steps of an EM.
     x0 : ndarray of shape (n,)
     c1 : float, default=0.0
         L1 strength.
@@ -113,7 +117,12 @@ def minimize_lbfgs(
     """
     x = np.array(x0, dtype=np.float64)
     n = x.size
-    history = _History(num_memories, n)
+    history = getattr(fun, "lbfgs_history", None)
+    if history is None:
+        history = CurvatureHistory(num_memories, n)
+    elif history.s.shape != (num_memories, n):
+        raise ValueError(f"fun.lbfgs_history holds {history.s.shape[0]} pairs of size "
+                         f"{history.s.shape[1]}; this run needs {num_memories} of size {n}")
     value, gradient = fun(x)
 
     def loss_of(value, x):
@@ -138,6 +147,9 @@ def minimize_lbfgs(
             direction[direction * steepest >= 0] = 0.0
             orthant = np.where(x != 0, np.sign(x), -np.sign(steepest))
         step = 1.0 if history.size else 1.0 / np.linalg.norm(steepest)
+        # The slope along the direction; with L1 the orthant projection changes the step,
+        # and the slope is taken along the step actually made.
+        unit_slope = None if c1 else steepest @ direction
         for _ in range(max_linesearch):
             x_new = daxpy(direction, x.copy(), a=step)
             if c1:
@@ -145,7 +157,7 @@ def minimize_lbfgs(
             value_new, gradient_new = fun(x_new)
             n_evaluations += 1
             loss_new = loss_of(value_new, x_new)
-            slope = steepest @ x_new - steepest @ x
+            slope = steepest @ x_new - steepest @ x if c1 else step * unit_slope
             if np.isfinite(loss_new) and loss_new <= loss + _SUFFICIENT_DECREASE * slope:
                 break
             step *= _BACKTRACK
@@ -195,8 +207,16 @@ def minimize_lbfgs(
                        termination_condition=reason, message=message)
 
 
-class _History:
-    """The last ``m`` correction pairs (s, y) in preallocated ring buffers."""
+class CurvatureHistory:
+    """The last ``m`` correction pairs (s, y) of L-BFGS in preallocated ring buffers.
+
+    Parameters
+    ----------
+    m : int
+        Number of pairs kept (``num_memories``).
+    n : int
+        Size of the parameter vector.
+    """
 
     def __init__(self, m, n):
         self.s = np.empty((m, n))

@@ -43,6 +43,8 @@ class PackedSequences:
         Index of every token's label in a raveled (n_tokens, n_labels) array.
     group_matrix : scipy.sparse.csr_matrix of shape (n_groups, n_tokens) or None
         Indicator of each packed token's group (`group_indicator`).
+    kept : dict
+        What evaluations keep with the chunk for later ones (`keep`).
     """
 
     def __init__(self, matrix, lengths, labels=None, n_labels=None, groups=None,
@@ -66,6 +68,7 @@ class PackedSequences:
         if groups is not None:
             groups = np.asarray(groups, dtype=np.int64)[self.layout.order]
             self.group_matrix = group_indicator(groups, n_groups)
+        self.kept = {}
 
     @property
     def n_tokens(self):
@@ -74,6 +77,26 @@ class PackedSequences:
     def unary(self, state_weights):
         """Unary potentials ``X @ W`` of every packed token, shape (n_tokens, n_labels)."""
         return np.asarray(self.matrix @ state_weights)
+
+    def keep(self, name, key, value):
+        """Keep ``value`` with the chunk under ``name`` for later calls that give ``key``
+        (`recall`), in place of what was kept under that name; returns ``value``.
+
+        Work that several evaluations share (the unary potentials of weights that stay
+        fixed, the marginals of a distribution evaluated once and needed again) is kept
+        where the chunk is: in this process, a worker process or a cluster's worker.
+        """
+        self.kept[name] = (key, value)
+        return value
+
+    def recall(self, name, key):
+        """What was kept under ``name`` for ``key`` (`keep`), or None."""
+        kept_key, value = self.kept.get(name, (None, None))
+        return value if kept_key == key else None
+
+    def forget(self):
+        """Drop everything kept with the chunk."""
+        self.kept.clear()
 
     def weight_gradient(self, d_unary):
         """Map a gradient w.r.t. the unary potentials to one w.r.t. the state weights."""

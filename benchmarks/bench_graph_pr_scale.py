@@ -1,0 +1,156 @@
+"""Scaling of `GraphPRCRF` with the unlabelled corpus, 10^3 to 10^5 sentences (issue #30).
+
+Data. The labelled sentences are 100 of UD English-EWT's dev + test sentences (the first
+100 of a permutation seeded 0, as draw 0 of ``bench_defaults.py``); the unlabelled ones
+are the other 3,977, repeated, each repeat in a fresh shuffle (seeded), cut to the size.
+They are featurised once (``WindowFeatures(window=1, suffixes=(1, 2, 3))``); a repeated
+sentence is the same list of feature dicts, so the input's own memory grows with the
+number of sentences, not of tokens.
+
+Fit. ``GraphPRCRF(graph='trigram')`` at fixed settings, no selection: ``lam=1, c1=0,
+c2=1``, ``--em-iterations`` EM iterations (default 5) of at most ``--mstep-iterations``
+L-BFGS steps (default 20), ``early_stopping=False`` and ``em_tol=0`` (every size runs the
+same number of EM iterations). The trigram graph is built first (timed apart: "graph s"),
+then given to the fit ("fit s"). A repeated sentence adds tokens but no trigram types, so
+past the 3,977 distinct sentences the graph's vertices stop growing while the EM's passes
+grow with the tokens.
+
+Each size runs in a fresh child process: "peak RSS" is its ``ru_maxrss`` (input, graph and
+fit), "input RSS" its RSS once the data is featurised, before the graph. The report gives
+the log-log slope of seconds and of memory between consecutive sizes (1: linear growth).
+
+Usage::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_graph_pr_scale.py \\
+        [--sizes 1000 10000 100000] [--em-iterations 5] [--mstep-iterations 20] \\
+        [--n-jobs 1] [--data-dir /work/shared/data]
+"""
+
+import argparse
+import json
+import math
+import resource
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from bench_defaults import LANGUAGES, POS_LABELLED
+from conll_features import DEFAULT_DATA
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_ssl_crf import GraphPRCRF, WindowFeatures
+from sklearn_ssl_crf.datasets import read_conllu
+from sklearn_ssl_crf.graph import trigram_graph
+
+
+def english_pool(data_dir):
+    """UD English-EWT's dev + test sentences and tags."""
+    folder, prefix = LANGUAGES["English"]
+    sentences, tags = [], []
+    for split in ("dev", "test"):
+        X, y = read_conllu(data_dir / folder / f"{prefix}-ud-{split}.conllu")
+        sentences += X
+        tags += y
+    return sentences, tags
+
+
+def scaled_data(data_dir, size):
+    """Feature dicts of the 100 labelled sentences then ``size`` unlabelled ones, and the
+    partial labels."""
+    sentences, tags = english_pool(data_dir)
+    order = np.random.default_rng(0).permutation(len(sentences))
+    labelled, unlabelled = order[:POS_LABELLED], order[POS_LABELLED:]
+    features = WindowFeatures(window=1, suffixes=(1, 2, 3)).fit_transform(
+        [sentences[i] for i in np.concatenate([labelled, unlabelled])])
+    rng = np.random.default_rng(1)
+    repeats = -(-size // len(unlabelled))
+    picked = np.concatenate([POS_LABELLED + rng.permutation(len(unlabelled))
+                             for _ in range(repeats)])[:size]
+    X = features[:POS_LABELLED] + [features[i] for i in picked]
+    y = [tags[i] for i in labelled] + [None] * size
+    return X, y
+
+
+def rss_mb():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return math.nan
+
+
+def child(args):
+    """One size in this process; prints a JSON line."""
+    X, y = scaled_data(args.data_dir, args.size)
+    input_rss = rss_mb()
+    started = time.perf_counter()
+    graph = trigram_graph(X, n_neighbors=60)
+    graph_seconds = time.perf_counter() - started
+    model = GraphPRCRF(graph=graph, lam=1.0, c1=0.0, c2=1.0, c2_transitions=None,
+                       em_iterations=args.em_iterations, em_tol=0.0,
+                       mstep_iterations=args.mstep_iterations, early_stopping=False,
+                       n_jobs=args.n_jobs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        started = time.perf_counter()
+        model.fit(X, y)
+        fit_seconds = time.perf_counter() - started
+    mstep = [entry for entry in model.training_log_ if entry.get("phase") == "M-step"]
+    print(json.dumps({
+        "size": args.size, "tokens": int(sum(len(sequence) for sequence in X[POS_LABELLED:])),
+        "vertices": graph.n_vertices, "edges": int(graph.weights.nnz // 2),
+        "graph_s": graph_seconds, "fit_s": fit_seconds, "em_iterations": model.n_iter_,
+        "mstep_iterations": len(mstep), "input_rss_mb": input_rss,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def slope(rows, key):
+    """Log-log slopes of ``key`` against the size between consecutive rows."""
+    return ", ".join(
+        f"{math.log(b[key] / a[key]) / math.log(b['size'] / a['size']):.2f}"
+        for a, b in zip(rows, rows[1:]))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
+    parser.add_argument("--em-iterations", type=int, default=5)
+    parser.add_argument("--mstep-iterations", type=int, default=20)
+    parser.add_argument("--n-jobs", type=int, default=1)
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)  # a child's size
+    args = parser.parse_args(argv)
+    if args.size is not None:
+        child(args)
+        return
+    rows = []
+    print("| unlabelled sentences | tokens | vertices | edges | graph s | fit s | EM / L-BFGS "
+          "iterations | input RSS MB | peak RSS MB |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size in args.sizes:
+        command = [sys.executable, __file__, "--size", str(size), "--data-dir",
+                   str(args.data_dir), "--em-iterations", str(args.em_iterations),
+                   "--mstep-iterations", str(args.mstep_iterations), "--n-jobs",
+                   str(args.n_jobs)]
+        output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        row = json.loads(output.strip().splitlines()[-1])
+        rows.append(row)
+        print(f"| {size:,} | {row['tokens']:,} | {row['vertices']:,} | {row['edges']:,} | "
+              f"{row['graph_s']:.1f} | {row['fit_s']:.1f} | {row['em_iterations']} / "
+              f"{row['mstep_iterations']} | {row['input_rss_mb']:.0f} | "
+              f"{row['peak_rss_mb']:.0f} |", flush=True)
+    if len(rows) > 1:
+        for row in rows:
+            row["total_s"] = row["graph_s"] + row["fit_s"]
+        print(f"\nlog-log slopes between consecutive sizes: fit seconds {slope(rows, 'fit_s')}; "
+              f"graph seconds {slope(rows, 'graph_s')}; graph + fit "
+              f"{slope(rows, 'total_s')}; tokens {slope(rows, 'tokens')}; peak RSS "
+              f"{slope(rows, 'peak_rss_mb')}")
+
+
+if __name__ == "__main__":
+    main()
