@@ -260,6 +260,7 @@ class SemiSupervisedPath(CRF):
             masks = [block > 0 for block in blocks]
             names = ["state_mask", "transition_mask", "trigram_mask", "skip_mask"]
             layout = WeightLayout(attributes.size, len(self.classes_), order=self.order,
+                                  allowed=fold.layout.allowed,
                                   **{name: mask for name, mask in zip(names, masks)
                                      if not mask.all()})
             data = self._chunked(SequenceMatrix(sequences.matrix[:, attributes],

@@ -277,3 +277,20 @@ def test_restricted_chain_predicts_only_pairs_seen(make):
     for marginals in model.predict_marginals(X_test[5:]):
         assert marginals[0]["C"] == marginals[1]["A"] == 0.0
     assert np.isfinite(model.predict_entropy(X_test)).all()
+
+
+def test_restricted_entropy_weight_zero_is_the_supervised_restricted_model():
+    # Unlabelled sequences with words of their own: the supervised fit runs on the
+    # labelled sequences' attributes only, over the same restricted chain.
+    X, y = sparse_tagging_data(15, seed=4)
+    X_unlabelled = [[{"w": f"u{i}{j}"} for j in range(4)] for i in range(20)]
+    params = dict(order=2, c2=0.1, c2_transitions=0.01, all_possible_transitions=False)
+    supervised = CRF(**params).fit(X, y)
+    regularised = fixed(EntropyRegularizedCRF(gamma=0.0, **params)).fit(
+        X + X_unlabelled, y + [None] * len(X_unlabelled))
+    np.testing.assert_array_equal(regularised.allowed_transitions_,
+                                  supervised.allowed_transitions_)
+    np.testing.assert_allclose(regularised.trigram_weights_, supervised.trigram_weights_,
+                               atol=1e-9)
+    np.testing.assert_allclose(regularised.state_weights_[:supervised.num_attributes_],
+                               supervised.state_weights_, atol=1e-9)
