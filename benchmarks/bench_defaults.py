@@ -162,14 +162,21 @@ def pos_draw(draw, sentences, tags, args):
     return {"rows": rows, "n_unlabelled": len(gold)}
 
 
+def language_pool(data_dir, language):
+    """A language's UD dev + test sentences and their tags: the POS pool."""
+    folder, prefix = LANGUAGES[language]
+    sentences, tags = [], []
+    for split in ("dev", "test"):
+        X, y = read_conllu(data_dir / folder / f"{prefix}-ud-{split}.conllu")
+        sentences += X
+        tags += y
+    return sentences, tags
+
+
 def part_pos(args):
     records = {}
-    for language, (folder, prefix) in LANGUAGES.items():
-        sentences, tags = [], []
-        for split in ("dev", "test"):
-            X, y = read_conllu(args.data_dir / folder / f"{prefix}-ud-{split}.conllu")
-            sentences += X
-            tags += y
+    for language in LANGUAGES:
+        sentences, tags = language_pool(args.data_dir, language)
         records[language] = run_draws(
             f"pos-{language}", args, lambda draw: pos_draw(draw, sentences, tags, args))
     return records

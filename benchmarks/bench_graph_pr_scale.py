@@ -37,30 +37,18 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from bench_defaults import LANGUAGES, POS_LABELLED
+from bench_defaults import POS_LABELLED, language_pool
 from conll_features import DEFAULT_DATA
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ssl_crf import GraphPRCRF, WindowFeatures
-from sklearn_ssl_crf.datasets import read_conllu
 from sklearn_ssl_crf.graph import trigram_graph
-
-
-def english_pool(data_dir):
-    """UD English-EWT's dev + test sentences and tags."""
-    folder, prefix = LANGUAGES["English"]
-    sentences, tags = [], []
-    for split in ("dev", "test"):
-        X, y = read_conllu(data_dir / folder / f"{prefix}-ud-{split}.conllu")
-        sentences += X
-        tags += y
-    return sentences, tags
 
 
 def scaled_data(data_dir, size):
     """Feature dicts of the 100 labelled sentences then ``size`` unlabelled ones, and the
     partial labels."""
-    sentences, tags = english_pool(data_dir)
+    sentences, tags = language_pool(data_dir, "English")
     order = np.random.default_rng(0).permutation(len(sentences))
     labelled, unlabelled = order[:POS_LABELLED], order[POS_LABELLED:]
     features = WindowFeatures(window=1, suffixes=(1, 2, 3)).fit_transform(

@@ -21,13 +21,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_defaults import LANGUAGES, ocr_pool, pos_pool
+from bench_defaults import LANGUAGES, language_pool, ocr_pool, pos_pool
 from bench_graph_pr import ocr_graph_vectors, token_errors
 from conll_features import DEFAULT_DATA
 
 from sklearn_ssl_crf import GraphPropagation
 from sklearn_ssl_crf._threads import single_threaded_blas
-from sklearn_ssl_crf.datasets import read_conllu, read_ocr_letters
+from sklearn_ssl_crf.datasets import read_ocr_letters
 from sklearn_ssl_crf.graph import trigram_graph
 
 MAX_ITERATIONS = 10_000
@@ -36,13 +36,8 @@ MAX_ITERATIONS = 10_000
 def pools(data_dir, handwriting=True):
     """(name, X, graph, partial labels, gold labels of the unlabelled, number labelled) of
     the POS pools and, with ``handwriting``, of the handwriting pool."""
-    for language, (folder, prefix) in LANGUAGES.items():
-        sentences, tags = [], []
-        for split in ("dev", "test"):
-            X, y = read_conllu(data_dir / folder / f"{prefix}-ud-{split}.conllu")
-            sentences += X
-            tags += y
-        X, y_partial, gold, n = pos_pool(0, sentences, tags)
+    for language in LANGUAGES:
+        X, y_partial, gold, n = pos_pool(0, *language_pool(data_dir, language))
         yield f"POS {language}", X, trigram_graph(X, n_neighbors=60), y_partial, gold, n
     if not handwriting:
         return

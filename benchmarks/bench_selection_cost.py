@@ -39,10 +39,10 @@ from pathlib import Path
 
 import numpy as np
 from bench_defaults import (
-    LANGUAGES,
     NER_LABELLED,
     NER_UNLABELLED,
     POS_LABELLED,
+    language_pool,
     ocr_pool,
     timed_fit,
 )
@@ -51,16 +51,11 @@ from conll_features import DEFAULT_DATA
 from sklearn.base import clone
 
 from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, WindowFeatures
-from sklearn_ssl_crf.datasets import load_bc2gm, read_conllu, read_ocr_letters
+from sklearn_ssl_crf.datasets import load_bc2gm, read_ocr_letters
 
 
 def pos_case(data_dir):
-    folder, prefix = LANGUAGES["Italian"]
-    sentences, tags = [], []
-    for split in ("dev", "test"):
-        X, y = read_conllu(data_dir / folder / f"{prefix}-ud-{split}.conllu")
-        sentences += X
-        tags += y
+    sentences, tags = language_pool(data_dir, "Italian")
     order = np.random.default_rng(0).permutation(len(sentences))
     X = WindowFeatures(window=1, suffixes=(1, 2, 3)).fit_transform(
         [sentences[i] for i in order])

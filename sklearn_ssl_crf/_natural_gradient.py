@@ -291,7 +291,7 @@ vectorizer_
             if samples.n_samples > labelled.size:
                 phases.append(("semi-supervised", samples))
         allowed = supervised.seen_structure(self.all_possible_transitions)
-        for _, data in phases:
+        for _, data in phases[1:]:
             data.transition_layout.allowed = allowed
         trainer = self._new_trainer(supervised, rng)
         # The trainer's (W, T) laid end to end are this layout's parameter vector.

@@ -39,11 +39,11 @@ __all__ = ["pair_lattice", "PairLattice", "LogSpacePairLattice", "viterbi_pairs"
 _MIN_SCALE = 1e-280
 
 
-def pair_lattice(unary, transition, layout, workspace):
+def pair_lattice(unary, transition, layout, workspace, restricted=True):
     """Forward-backward of second-order chains: a `PairLattice`, a `RestrictedPairLattice`
-    when most entries of ``transition`` are -inf (not allowed), or a `LogSpacePairLattice`
-    when the scaled recursion could lose mass to underflow."""
-    structure = PairStructure.of(transition)
+    when most entries of ``transition`` are -inf (not allowed) and ``restricted``, or a
+    `LogSpacePairLattice` when the scaled recursion could lose mass to underflow."""
+    structure = PairStructure.of(transition) if restricted else None
     if structure is None:
         lattice = PairLattice(unary, transition, layout, workspace)
     else:
@@ -58,10 +58,8 @@ def _dense(lattice):
     lattice's chains again through `PairLattice` (disallowed entries have step 0)."""
     if not isinstance(lattice, RestrictedPairLattice):
         return lattice
-    dense = PairLattice(lattice.unary, lattice.transition, lattice.layout, lattice.workspace)
-    if dense.is_exact:
-        return dense
-    return LogSpacePairLattice(lattice.unary, lattice.transition, lattice.layout)
+    return pair_lattice(lattice.unary, lattice.transition, lattice.layout, lattice.workspace,
+                        restricted=False)
 
 
 def _step_tensors(values):
