@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ._constraints import known_label_mask, resolve_constraints
 from ._decoding import decode, posterior_marginals
 from ._parameters import transition_potentials
 from ._sequences import SequenceMatrix
@@ -138,9 +139,16 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence (every entry is None)")
         self.classes_, codes = encode_labels(y[i] for i in labelled)
+        self._set_constraints(codes, sequences.lengths[labelled])
         blocks = [block if block.lengths.all() else block[np.flatnonzero(block.lengths)]
                   for block in blocks]
         return sequences, labelled, codes, blocks
+
+    def _set_constraints(self, codes, lengths):
+        """Set ``constraints_`` from the ``constraints`` parameter, ``classes_`` and the
+        training labels (codes laid end to end, and each sequence's length)."""
+        self.constraints_ = resolve_constraints(self.constraints, self.classes_, codes,
+                                                lengths)
 
     def _labelled_sequences(self, sequences, y):
         """Set ``attributes_`` and ``num_attributes_`` from the featurised X; check y against
@@ -173,16 +181,35 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
             )
         return self.vectorizer_.transform(X)
 
-    def _decode(self, packed, unary, transition):
-        """Label index of every token (original order): the kernel `predict` uses."""
-        return decode(packed, unary, transition)
+    def _constrained(self, layout, unary, transition):
+        """The potentials with what ``constraints_`` forbids at -inf (``unary``, packed
+        rows of ``layout``, changed in place)."""
+        constraints = getattr(self, "constraints_", None)
+        if constraints is None:
+            return unary, transition
+        return constraints.apply(unary, transition, layout)
 
-    def _infer(self, kernel, sequences):
-        """Run a prediction kernel (`decode` or `posterior_marginals`) on featurised input."""
+    def _decode(self, packed, unary, transition):
+        """Label index of every token (original order), the constraints respected: the
+        kernel `predict` uses."""
+        return decode(packed, *self._constrained(packed.layout, unary, transition))
+
+    def _marginals(self, packed, unary, transition):
+        """Node marginals of every token (original order), the constraints respected."""
+        return posterior_marginals(packed,
+                                   *self._constrained(packed.layout, unary, transition))
+
+    def _infer(self, kernel, sequences, known_labels=None):
+        """Run a prediction kernel (`_decode` or `_marginals`) on featurised input, the
+        labels of ``known_labels`` fixed."""
         packed = PackedSequences(sequences.matrix, sequences.lengths)
         with single_threaded_blas():
-            return kernel(packed, packed.unary(self.state_weights_),
-                          self._transition_potentials())
+            unary = packed.unary(self.state_weights_)
+            if known_labels is not None:
+                mask = known_label_mask(known_labels, sequences.lengths, self.classes_)
+                if mask is not None:
+                    unary[~mask[packed.layout.order]] = -np.inf
+            return kernel(packed, unary, self._transition_potentials())
 
     def _dev_scorer(self, X_dev, y_dev, layout):
         """Callback giving the dev token accuracy and span F1 of the current weights."""
@@ -207,41 +234,63 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
 
     # -- prediction ----------------------------------------------------------------------
 
-    def predict(self, X):
+    def predict(self, X, *, known_labels=None):
         """Most likely label sequence of each sequence (Viterbi).
+
+        Only labellings that ``constraints_`` allows are considered (with BIO tags, no
+        ``I-X`` after ``O``), and those that agree with ``known_labels``.
 
         Parameters
         ----------
         X : list of sequences, list of feature matrices, or SequenceMatrix
+        known_labels : list, default=None
+            Labels fixed in advance (a dictionary match, a correction): ``known_labels[i]``
+            is None or a list of ``len(X[i])`` labels of ``classes_``, None where unknown.
 
         Returns
         -------
         y : list of lists of labels
+            The best labelling of each sequence that the constraints allow and that keeps
+            the known labels; a ValueError names a sequence that has none.
+
+        Examples
+        --------
+        >>> from sklearn_ssl_crf import CRF
+        >>> X = [[{"w": "New"}, {"w": "York"}], [{"w": "in"}, {"w": "Paris"}]]
+        >>> y = [["B-LOC", "I-LOC"], ["O", "B-LOC"]]
+        >>> crf = CRF(c2=0.1).fit(X, y)
+        >>> crf.predict([[{"w": "in"}, {"w": "York"}]], known_labels=[[None, "B-LOC"]])
+        [['O', 'B-LOC']]
         """
         sequences = self._transform(X)
         if sequences.n_tokens == 0:
             return [[] for _ in range(len(sequences))]
-        codes = self._infer(self._decode, sequences)
+        codes = self._infer(self._decode, sequences, known_labels)
         labels = np.asarray(self.classes_, dtype=object)[codes]
         return [part.tolist() for part in np.split(labels, sequences.offsets[1:-1])]
 
-    def predict_single(self, xseq):
+    def predict_single(self, xseq, *, known_labels=None):
         """Label sequence of one sequence.
 
         Parameters
         ----------
         xseq : sequence of feature dicts, or feature matrix
             One sequence, as one element of the ``X`` of `predict`.
+        known_labels : list, default=None
+            The sequence's known labels, None where unknown (see `predict`).
 
         Returns
         -------
         labels : list
-            ``predict([xseq])[0]``.
+            ``predict([xseq], known_labels=[known_labels])[0]``.
         """
-        return self.predict([xseq])[0]
+        return self.predict([xseq], known_labels=[known_labels])[0]
 
-    def predict_marginals(self, X, *, as_arrays=False):
+    def predict_marginals(self, X, *, as_arrays=False, known_labels=None):
         """Posterior probability of every label at every position.
+
+        The distribution covers the labellings that ``constraints_`` allows and that keep
+        ``known_labels``, as `predict` does.
 
         Parameters
         ----------
@@ -249,6 +298,8 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         as_arrays : bool, default=False
             Return one array per sequence instead of a dict per token: no Python object
             per token, for large inputs.
+        known_labels : list, default=None
+            Labels fixed in advance, None where unknown (see `predict`).
 
         Returns
         -------
@@ -261,7 +312,7 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         if sequences.n_tokens == 0:
             marginals = np.zeros((0, len(self.classes_)))
         else:
-            marginals = self._infer(posterior_marginals, sequences)
+            marginals = self._infer(self._marginals, sequences, known_labels)
         if as_arrays:
             return np.split(marginals, sequences.offsets[1:-1])
         classes = self.classes_
@@ -269,20 +320,23 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         offsets = sequences.offsets.tolist()
         return [rows[start:stop] for start, stop in zip(offsets[:-1], offsets[1:])]
 
-    def predict_marginals_single(self, xseq):
+    def predict_marginals_single(self, xseq, *, known_labels=None):
         """Label marginals of one sequence.
 
         Parameters
         ----------
         xseq : sequence of feature dicts, or feature matrix
             One sequence, as one element of the ``X`` of `predict_marginals`.
+        known_labels : list, default=None
+            The sequence's known labels, None where unknown (see `predict`).
 
         Returns
         -------
         marginals : list of dict
-            ``predict_marginals([xseq])[0]``: per position, every label's probability.
+            ``predict_marginals([xseq], known_labels=[known_labels])[0]``: per position,
+            every label's probability.
         """
-        return self.predict_marginals([xseq])[0]
+        return self.predict_marginals([xseq], known_labels=[known_labels])[0]
 
     def score(self, X, y):
         """Token accuracy over the labelled sequences (``y[i] is None`` are skipped).
@@ -388,8 +442,9 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
             return sequences, np.zeros(0), np.zeros(0), np.zeros(0)
         packed = PackedSequences(sequences.matrix, sequences.lengths)
         with single_threaded_blas():
-            lattice = chain_lattice(packed.unary(self.state_weights_),
-                                    self._transition_potentials(), packed.layout)
+            unary, transition = self._constrained(
+                packed.layout, packed.unary(self.state_weights_), self._transition_potentials())
+            lattice = chain_lattice(unary, transition, packed.layout)
             entropies = position_entropies(lattice)
         return (sequences, *map(packed.unpack, entropies))
 

@@ -77,6 +77,17 @@ class CRF(BaseCRF):
         triple holding one), and forward-backward runs over the pairs and triples allowed
         only (`allowed_transitions_`), several times faster when few of them occur
         (CoNLL-2000: 145 of 484 pairs, 1,270 of 10,648 triples).
+    constraints : 'auto', None, {'bio', 'iobes', 'bilou'} or dict, default='auto'
+        Label sequences that prediction never produces. 'auto': when the labels are span
+        tags of one scheme (BIO/IOB2 ``B-X``/``I-X``/``O``, IOBES, BILOU) and every training
+        sequence follows it, that scheme's rules: `predict`, `predict_marginals` and the
+        entropies cover only valid sequences (no ``I-X`` after ``O`` or ``B-Y``); other
+        labels (part-of-speech tags, IOB1 data) get none. A scheme's name: its rules, which
+        the training sequences must follow. A dict with any of the keys ``'transitions'``
+        (the allowed ``(previous, next)`` label pairs), ``'starts'`` and ``'ends'`` (the
+        allowed first and last labels), a missing key allowing all. None: no constraint.
+        Training is unconstrained (gold sequences are valid); the fitted rules are
+        ``constraints_``.
     verbose : bool, default=False
         Print the objective (and the dev score, when given) after every iteration.
     n_jobs : int, default=None
@@ -105,6 +116,10 @@ class CRF(BaseCRF):
         Order 2 with ``all_possible_transitions=False``: the label triples that may occur
         (``[n_labels, i, j]``: ``i, j`` as the first two labels), those whose two pairs
         were seen in training. None: all.
+    constraints_ : LabelConstraints or None
+        What ``constraints`` resolved to: ``transitions`` (n_labels, n_labels), ``starts``
+        and ``ends`` (n_labels,), arrays of bool over ``classes_`` saying what prediction
+        may produce, and the ``scheme`` they follow; None: no constraint.
     state_features_ : dict
         ``{(attribute, label): weight}`` of the non-zero state weights.
     transition_features_ : dict
@@ -154,6 +169,7 @@ class CRF(BaseCRF):
         "min_freq": [Interval(Real, 0, None, closed="left")],
         "all_possible_states": ["boolean"],
         "all_possible_transitions": ["boolean"],
+        "constraints": [StrOptions({"auto", "bio", "iob2", "iobes", "bilou"}), dict, None],
         "verbose": ["verbose"],
         "n_jobs": [Integral, None],
     }
@@ -173,6 +189,7 @@ class CRF(BaseCRF):
         min_freq=0,
         all_possible_states=True,
         all_possible_transitions=True,
+        constraints="auto",
         verbose=False,
         n_jobs=None,
     ):
@@ -189,6 +206,7 @@ class CRF(BaseCRF):
         self.min_freq = min_freq
         self.all_possible_states = all_possible_states
         self.all_possible_transitions = all_possible_transitions
+        self.constraints = constraints
         self.verbose = verbose
         self.n_jobs = n_jobs
 

@@ -53,6 +53,8 @@ class CRFCV(SemiSupervisedPath):
         As in `CRF`.
     all_possible_transitions : bool, default=True
         As in `CRF`.
+    constraints : 'auto', None, str or dict, default='auto'
+        As in `CRF`.
     verbose : bool, default=False
         As in `CRF`.
     n_jobs : int, default=None
@@ -66,7 +68,7 @@ class CRFCV(SemiSupervisedPath):
     cv_results_ : dict or None
         Every candidate's held-out scores, as in `EntropyRegularizedCRF`.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, allowed_transitions_, state_features_, \
+trigram_weights_, skip_weights_, allowed_transitions_, constraints_, state_features_, \
 transition_features_, size_, \
 training_log_, termination_condition_, vectorizer_
         As in `CRF` (``training_log_`` of the final fit).
@@ -109,6 +111,7 @@ training_log_, termination_condition_, vectorizer_
         min_freq=0,
         all_possible_states=True,
         all_possible_transitions=True,
+        constraints="auto",
         verbose=False,
         n_jobs=None,
     ):
@@ -117,7 +120,8 @@ training_log_, termination_condition_, vectorizer_
             max_iterations=max_iterations,
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
-            all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
+            all_possible_transitions=all_possible_transitions,
+            constraints=constraints, verbose=verbose, n_jobs=n_jobs,
         )
         self.cv = cv
         self.scoring = scoring

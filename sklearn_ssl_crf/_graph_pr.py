@@ -36,7 +36,6 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import unlabelled_sequences
-from ._decoding import decode, posterior_marginals
 from ._graph_pr_em import _ExpectationMaximisation
 from ._threads import single_threaded_blas
 from ._training import SELECTABLE, SemiSupervisedPath
@@ -150,6 +149,8 @@ class GraphPRCRF(SemiSupervisedPath):
         As in `CRF`.
     all_possible_transitions : bool, default=True
         As in `CRF`.
+    constraints : 'auto', None, str or dict, default='auto'
+        As in `CRF`.
     verbose : bool, default=False
         As in `CRF`; also prints one line per EM iteration.
     n_jobs : int, default=None
@@ -188,7 +189,7 @@ class GraphPRCRF(SemiSupervisedPath):
         ``em_iterations`` ran, with a `~sklearn.exceptions.ConvergenceWarning`); otherwise
         as in `EntropyRegularizedCRF`.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, allowed_transitions_, state_features_, \
+trigram_weights_, skip_weights_, allowed_transitions_, constraints_, state_features_, \
 transition_features_, size_, \
 vectorizer_
         As in `CRF`.
@@ -263,6 +264,7 @@ vectorizer_
         min_freq=0,
         all_possible_states=True,
         all_possible_transitions=True,
+        constraints="auto",
         verbose=False,
         n_jobs=None,
     ):
@@ -271,7 +273,8 @@ vectorizer_
             max_iterations=max_iterations,
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
-            all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
+            all_possible_transitions=all_possible_transitions,
+            constraints=constraints, verbose=verbose, n_jobs=n_jobs,
         )
         self.graph = graph
         self.n_neighbors = n_neighbors
@@ -411,8 +414,8 @@ vectorizer_
 
     def _decode(self, packed, unary, transition):
         if self.decoding == "posterior":
-            return posterior_marginals(packed, unary, transition).argmax(axis=1)
-        return decode(packed, unary, transition)
+            return self._marginals(packed, unary, transition).argmax(axis=1)
+        return super()._decode(packed, unary, transition)
 
 
 def _token_indices(sequences, chosen):

@@ -109,6 +109,8 @@ class NaturalGradientCRF(BaseCRF):
         Attributes occurring ``min_freq`` times or fewer are dropped (`fit` with dict input).
     all_possible_states, all_possible_transitions : bool, default=True
         As in `CRF`.
+    constraints : 'auto', None, str or dict, default='auto'
+        As in `CRF`; with `partial_fit`, resolved on the first call's labelled sequences.
     verbose : bool, default=False
         Print the calibration trials and, per epoch, the loss (and dev scores when given).
 
@@ -137,7 +139,7 @@ class NaturalGradientCRF(BaseCRF):
         `~sklearn.exceptions.ConvergenceWarning`) or 'not_finite' (the loss overflowed);
         the last entry of ``training_log_`` says it in words (``stop``).
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, allowed_transitions_, state_features_, \
+trigram_weights_, skip_weights_, allowed_transitions_, constraints_, state_features_, \
 transition_features_, size_, \
 vectorizer_
         As in `CRF`.
@@ -185,6 +187,7 @@ vectorizer_
         "min_freq": [Interval(Real, 0, None, closed="left")],
         "all_possible_states": ["boolean"],
         "all_possible_transitions": ["boolean"],
+        "constraints": [StrOptions({"auto", "bio", "iob2", "iobes", "bilou"}), dict, None],
         "verbose": ["verbose"],
     }
 
@@ -213,6 +216,7 @@ vectorizer_
         min_freq=0,
         all_possible_states=True,
         all_possible_transitions=True,
+        constraints="auto",
         verbose=False,
     ):
         self.update = update
@@ -238,6 +242,7 @@ vectorizer_
         self.min_freq = min_freq
         self.all_possible_states = all_possible_states
         self.all_possible_transitions = all_possible_transitions
+        self.constraints = constraints
         self.verbose = verbose
 
     # -- training ------------------------------------------------------------------------
@@ -435,6 +440,8 @@ vectorizer_
             self.classes_ = list(classes)
         labelled = self._labelled_sequences(sequences, y)
         _, codes = encode_labels((y[i] for i in labelled), self.classes_)
+        if classes is not None:
+            self._set_constraints(codes, sequences.lengths[labelled])
         return sequences, labelled, codes
 
     def _has_unlabelled_terms(self):

@@ -72,6 +72,8 @@ class SelfTrainingCRF(SemiSupervisedPath):
         As in `CRF`.
     all_possible_transitions : bool, default=True
         As in `CRF`.
+    constraints : 'auto', None, str or dict, default='auto'
+        As in `CRF`.
     verbose : bool, default=False
         As in `CRF`.
     n_jobs : int, default=None
@@ -97,7 +99,7 @@ class SelfTrainingCRF(SemiSupervisedPath):
     best_params_, validation_scores_, cv_results_
         As in `EntropyRegularizedCRF`, per round.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, allowed_transitions_, state_features_, \
+trigram_weights_, skip_weights_, allowed_transitions_, constraints_, state_features_, \
 transition_features_, size_, \
 vectorizer_
         As in `CRF`.
@@ -147,6 +149,7 @@ vectorizer_
         min_freq=0,
         all_possible_states=True,
         all_possible_transitions=True,
+        constraints="auto",
         verbose=False,
         n_jobs=None,
     ):
@@ -155,7 +158,8 @@ vectorizer_
             max_iterations=max_iterations,
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
-            all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
+            all_possible_transitions=all_possible_transitions,
+            constraints=constraints, verbose=verbose, n_jobs=n_jobs,
         )
         self.max_rounds = max_rounds
         self.cv = cv
@@ -214,7 +218,7 @@ vectorizer_
         reason, message = "max_iter", f"stopped at its cap of {max_iterations} rounds"
         scores, stopped = _scores_or_stop(on_iteration, 0, theta)
         while True:
-            labels = self._viterbi(unlabelled, fold.layout, theta)
+            labels = self._viterbi(unlabelled, fold.layout, theta, self.constraints_)
             changed = None if pseudo is None else int(np.count_nonzero(labels != pseudo))
             rounds.append(dict({"round": round_, "changed_tokens": changed,
                                 "n_iter": n_iter}, **scores))
@@ -238,16 +242,20 @@ vectorizer_
         self.rounds_ = result.state
 
     @staticmethod
-    def _viterbi(data, layout, theta):
-        """Label index of every token of ``data`` (a `ChunkedSequences`), in order."""
+    def _viterbi(data, layout, theta, constraints):
+        """Label index of every token of ``data`` (a `ChunkedSequences`), in order, within
+        ``constraints`` (a `LabelConstraints` or None)."""
         state, transition = layout.unpack(theta)
         with single_threaded_blas():
-            paths = data.map(_chunk_viterbi, state, transition)
+            paths = data.map(_chunk_viterbi, state, transition, constraints)
         return np.concatenate(paths) if paths else np.zeros(0, dtype=np.int64)
 
 
-def _chunk_viterbi(chunk, workspace, state, transition):
-    return decode(chunk, chunk.unary(state), transition)
+def _chunk_viterbi(chunk, workspace, state, transition, constraints):
+    unary = chunk.unary(state)
+    if constraints is not None:
+        unary, transition = constraints.apply(unary, transition, chunk.layout)
+    return decode(chunk, unary, transition)
 
 
 def _scores_or_stop(on_iteration, iteration, theta):

@@ -118,6 +118,8 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
         As in `CRF`.
     all_possible_transitions : bool, default=True
         As in `CRF`.
+    constraints : 'auto', None, str or dict, default='auto'
+        As in `CRF`.
     verbose : bool, default=False
         As in `CRF`.
     n_jobs : int, default=None
@@ -159,7 +161,7 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
     target_proportions_ : ndarray of shape (n_labels,)
         ``pi``, in the order of ``classes_``.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, allowed_transitions_, state_features_, \
+trigram_weights_, skip_weights_, allowed_transitions_, constraints_, state_features_, \
 transition_features_, size_, \
 vectorizer_
         As in `CRF`.
@@ -221,6 +223,7 @@ vectorizer_
         min_freq=0,
         all_possible_states=True,
         all_possible_transitions=True,
+        constraints="auto",
         verbose=False,
         n_jobs=None,
     ):
@@ -229,7 +232,8 @@ vectorizer_
             max_iterations=max_iterations,
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
-            all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
+            all_possible_transitions=all_possible_transitions,
+            constraints=constraints, verbose=verbose, n_jobs=n_jobs,
         )
         self.gamma = gamma
         self.proportion_weight = proportion_weight
@@ -381,6 +385,8 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
         As in `EntropyRegularizedCRF`.
     all_possible_transitions : bool, default=True
         As in `EntropyRegularizedCRF`.
+    constraints : 'auto', None, str or dict, default='auto'
+        As in `EntropyRegularizedCRF`.
     verbose : bool, default=False
         As in `EntropyRegularizedCRF`.
     n_jobs : int, default=None
@@ -391,7 +397,7 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
     best_params_, best_iteration_, n_iter_, validation_scores_, cv_results_, \
 training_log_, target_proportions_, classes_, attributes_, num_attributes_, \
 state_weights_, transition_weights_, trigram_weights_, skip_weights_, \
-allowed_transitions_, state_features_, \
+allowed_transitions_, constraints_, state_features_, \
 transition_features_, size_, termination_condition_, vectorizer_
         As in `EntropyRegularizedCRF`.
 
@@ -439,6 +445,7 @@ transition_features_, size_, termination_condition_, vectorizer_
         min_freq=0,
         all_possible_states=True,
         all_possible_transitions=True,
+        constraints="auto",
         verbose=False,
         n_jobs=None,
     ):
@@ -452,7 +459,8 @@ transition_features_, size_, termination_condition_, vectorizer_
             max_iterations=max_iterations,
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
-            all_possible_transitions=all_possible_transitions, verbose=verbose, n_jobs=n_jobs,
+            all_possible_transitions=all_possible_transitions,
+            constraints=constraints, verbose=verbose, n_jobs=n_jobs,
         )
 
 

@@ -285,3 +285,44 @@ def test_demo_shows_the_unlabelled_gain(capsys):
     # Clusters learned from the unlabelled sentences: a clear gain on this data.
     assert float(rows["CRF + WordClusters from the unlabelled sentences"][2]) > 3.0
     assert float(rows["EntropyRegularizedCRF + WordClusters"][2]) > 3.0
+
+
+def test_tag_keeps_the_known_labels_of_a_column(corpus, trained, tmp_path, capsys):
+    _, paths = corpus
+    model_path, _ = trained
+    model = load(model_path)
+    assert model[-1].constraints_.scheme == "bio"  # the default, from the BIO labels
+    X_test, y_test = read_columns(paths["test"], columns=[0, 1])
+    rng = np.random.default_rng(0)
+    known = [[label if rng.random() < 0.3 else None for label in labels]
+             for labels in y_test]
+    # The test file's columns, then the known labels ('_' where unknown).
+    with_known = tmp_path / "known.txt"
+    with_known.write_text("".join(
+        "".join(f"{w} {w[:2]} {k or '_'}\n" for (w, _), k in zip(xs, ks)) + "\n"
+        for xs, ks in zip(X_test, known)))
+    capsys.readouterr()
+    assert main(["tag", str(model_path), str(with_known), "--format", "columns",
+                 "--known-column", "2"]) == 0
+    sentences = [block.split("\n") for block in
+                 capsys.readouterr().out.strip().split("\n\n")]
+    tagged = [[line.split("\t")[3] for line in s] for s in sentences]
+    assert tagged == model.predict(X_test, known_labels=known)
+    assert all(t == k for ts, ks in zip(tagged, known) for t, k in zip(ts, ks) if k)
+
+    bad = tmp_path / "bad_known.txt"
+    bad.write_text("w1 w1 _\nw2 w2 B-ZZZ\n\n")
+    assert main(["tag", str(model_path), str(bad), "--format", "columns",
+                 "--known-column", "2"]) != 0
+    assert "sentence 1, token 2: known label 'B-ZZZ'" in capsys.readouterr().err
+    assert main(["tag", str(model_path), str(bad), "--known-column", "2"]) != 0
+    assert "--known-column needs column input" in capsys.readouterr().err
+
+
+def test_train_constraints_option(corpus, tmp_path, capsys):
+    _, paths = corpus
+    model_path = tmp_path / "free.joblib"
+    assert main(["train", str(paths["train"]), "--c1", "0", "--c2", "0.1",
+                 "--max-iterations", "10", "--constraints", "none", "--quiet",
+                 "--model", str(model_path)]) == 0
+    assert load(model_path)[-1].constraints_ is None

@@ -6,6 +6,7 @@ autosummary and sphinx-gallery write generated pages into the source folder: not
 written into the repository. Needs the ``docs`` extra: ``pip install ".[docs]"``.
 """
 
+import doctest
 import importlib.util
 import os
 import shutil
@@ -72,3 +73,16 @@ def test_docs_build_without_warnings(tmp_path):
         assert (html / page).is_file(), f"{page} was not built"
     # the benchmark page's figures are copied with it
     assert (html / "_images" / "ngd_convergence.png").is_file()
+
+
+USER_GUIDE = ROOT / "docs" / "user_guide"
+
+
+@pytest.mark.parametrize("page", sorted(page.name for page in USER_GUIDE.glob("*.rst")
+                                        if ">>>" in page.read_text(encoding="utf-8")))
+def test_user_guide_examples_run(page):
+    """The user guide's ``>>>`` examples give the output they show."""
+    result = doctest.testfile(str(USER_GUIDE / page), module_relative=False,
+                              optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0
+    assert result.failed == 0, f"{result.failed} example(s) of {page} failed (see above)"

@@ -42,7 +42,9 @@ def test_full_objective_and_its_gradient(order, method, gamma, weight):
     differences."""
     X, y = make_sequences(30, features="dict", random_state=3)
     X, y, X_unlabeled = X[:6], y[:6], X[6:14]
-    model = EntropyRegularizedCRF(order=order, entropy_gradient=method)
+    # Unconstrained: training's entropy is that of every label sequence, and so is the
+    # API's only without the BIO constraints of these labels.
+    model = EntropyRegularizedCRF(order=order, entropy_gradient=method, constraints=None)
     problem = model._prepare(X, y, X_unlabeled)
     fold = model._fold(problem, np.arange(problem.n_labelled))
     model._set_priors(fold, {"c1": 0.0, "c2": 0.3})
@@ -153,7 +155,8 @@ def test_bad_label_proportions(synthetic, proportions, message):
 
 def test_active_learning_entropies_match_the_kernels(synthetic):
     X, y, _, X_test, _ = synthetic
-    model = CRF().fit(X, y)
+    # Unconstrained, as the single-chain kernels (constrained: tests/test_constraints.py).
+    model = CRF(constraints=None).fit(X, y)
     sequences = model._transform(X_test[:5])
     entropies = model.predict_entropy(X_test[:5])
     spans = model.most_uncertain_spans(X_test[:5], 3)

@@ -22,6 +22,10 @@ def add_parser(subparsers):
                         help="add each label's marginal probability as further columns")
     parser.add_argument("--entropy", action="store_true",
                         help="write '# entropy = H' (nats) before each sentence")
+    parser.add_argument("--known-column", type=int, metavar="N",
+                        help="column (0-based, --format columns) holding labels known in "
+                        "advance, '_' where unknown: the output keeps them and labels the "
+                        "rest consistently with them")
     parser.add_argument("--output", help="file to write (default: standard output)")
     parser.add_argument("--encoding", default="utf-8", help="encoding of the input file")
     parser.set_defaults(run=run)
@@ -29,14 +33,18 @@ def add_parser(subparsers):
 
 
 def run(args):
+    if args.known_column is not None and args.format != "columns":
+        raise ValueError("--known-column needs column input (--format columns)")
     tagger = load_tagger(args.model)
     check_readable(args.input)
     sequences, rows = read_to_tag(args.input, args.format, tagger.token_columns,
                                   args.encoding)
+    known = _known_labels(args, rows, tagger.estimator.classes_)
     features = tagger.features.transform(sequences)
     estimator = tagger.estimator
-    predicted = estimator.predict(features)
-    marginals = estimator.predict_marginals(features) if args.marginals else None
+    predicted = estimator.predict(features, known_labels=known)
+    marginals = (estimator.predict_marginals(features, known_labels=known) if args.marginals
+                 else None)
     entropies = estimator.predict_entropy(features) if args.entropy else None
     if not args.output:
         _write_tags(sys.stdout, args, estimator, rows, predicted, marginals, entropies)
@@ -46,6 +54,26 @@ def run(args):
     with atomic_path(args.output) as temporary, open(temporary, "w", encoding="utf-8") as out:
         _write_tags(out, args, estimator, rows, predicted, marginals, entropies)
     return 0
+
+
+def _known_labels(args, rows, classes):
+    """The labels of ``--known-column`` ('_': unknown), or None."""
+    if args.known_column is None:
+        return None
+    column = args.known_column
+    if not 0 <= column < len(rows[0][0]):
+        raise ValueError(f"{args.input}: --known-column {column} does not exist; its lines "
+                         f"have {len(rows[0][0])} columns")
+    known = [[None if fields[column] == "_" else fields[column] for fields in sentence]
+             for sentence in rows]
+    labels = set(classes)
+    for i, sentence in enumerate(known):
+        for j, label in enumerate(sentence):
+            if label is not None and label not in labels:
+                raise ValueError(f"{args.input}: sentence {i + 1}, token {j + 1}: known label "
+                                 f"{label!r} (column {column}) is not one of the model's "
+                                 f"labels {list(classes)}; write '_' where unknown")
+    return known
 
 
 def _write_tags(out, args, estimator, rows, predicted, marginals, entropies):

@@ -92,6 +92,11 @@ def add_parser(subparsers):
                        help="label-proportion weight (entropy, jiao, ngd; default: chosen)")
     model.add_argument("--lam", type=float, nargs="+",
                        help="graph regularisation strength (graph-pr; default: chosen)")
+    model.add_argument("--constraints", choices=("auto", "none", "bio", "iobes", "bilou"),
+                       default="auto",
+                       help="label sequences never predicted: auto (default) follows the "
+                       "span scheme of the labels (no I-X after O with BIO tags) when the "
+                       "training labels keep to it; none: no constraint")
     model.add_argument("--cv", type=int, default=5,
                        help="folds of the training sentences on which settings are chosen "
                        "without --dev (default 5)")
@@ -243,7 +248,9 @@ def _window_features(args):
 def _estimator(args, settings):
     """The estimator: ``crf`` is `CRFCV` unless c1 and c2 are both given one value (and
     c2_transitions, if given, one value)."""
-    common = {"order": args.order, "max_iterations": args.max_iterations, **settings}
+    common = {"order": args.order, "max_iterations": args.max_iterations,
+              "constraints": None if args.constraints == "none" else args.constraints,
+              **settings}
     method = ESTIMATORS[args.method]
     if args.method == "crf" and not (
             all(isinstance(settings.get(name), float) for name in ("c1", "c2"))

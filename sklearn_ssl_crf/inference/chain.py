@@ -357,8 +357,11 @@ class ScaledLattice:
 
     def __init__(self, unary, transition, layout, workspace):
         row_max = unary.max(axis=1)
-        emission = np.subtract(unary, row_max[:, None], out=workspace.array("emission",
-                                                                            unary.shape))
+        # A row of -inf (no label allowed there) becomes NaN, fails the test below, and
+        # log space then finds log Z = -inf.
+        with np.errstate(invalid="ignore"):
+            emission = np.subtract(unary, row_max[:, None],
+                                   out=workspace.array("emission", unary.shape))
         np.exp(emission, out=emission)
         transition_max = transition.max()
         exp_transition = np.exp(transition - transition_max)
