@@ -199,7 +199,7 @@ def _weights(buffer, features, offset, chunk_id, kind, shape, owner_name):
                            f"{referred['src'][k]}, label {referred['dst'][k]}) is listed "
                            f"under {owner_name} {owners[k]}, which it does not belong to")
     cells = owners * shape[1] + referred["dst"].astype(np.int64)
-    if np.unique(cells).size < cells.size:
+    if cells.size and np.bincount(cells).max() > 1:
         raise buffer.error(f"the {what} list one feature twice")
     weights = np.zeros(shape)
     weights.flat[cells] = referred["weight"]

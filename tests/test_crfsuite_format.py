@@ -331,14 +331,17 @@ def corruptions(data):
                       "beyond the end"))
         cases.append((f"{name} into the header", with_uint32(data, position, 4), "no b'"))
     references = fields["off_attribute_refs"] + 12
+    first_list = struct.unpack_from("<I", data, references)[0]  # attribute 0's features
+    first_id = struct.unpack_from("<I", data, first_list + 4)[0]
     labels = fields["off_labels"]
     links = labels + struct.unpack_from("<I", data, labels + 20)[0]
     cases += [
         ("reference list past the end", with_uint32(data, references, 2**31),
          "beyond the end"),
-        ("a feature id out of range",
-         with_uint32(data, struct.unpack_from("<I", data, references)[0] + 4, 2**30),
+        ("a feature id out of range", with_uint32(data, first_list + 4, 2**30),
          "name feature"),
+        ("a feature listed twice", with_uint32(data, first_list + 8, first_id),
+         "list one feature twice"),
         ("feature chunk too small", with_uint32(data, fields["off_features"] + 4, 12),
          "cannot hold"),
         ("label of a feature", with_uint32(data, fields["off_features"] + 12 + 8, 99),
