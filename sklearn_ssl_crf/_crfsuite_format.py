@@ -243,6 +243,8 @@ def _cqdb_strings(buffer, offset, count, what):
 
 
 def _fitted_crf(labels, attributes, state, transition):
+    """A `CRF` with these weights, as `fit` would leave it on dicts with these attributes
+    (the vectorizer's column cache too), without training settings or log."""
     vectorizer = SequenceVectorizer()
     vectorizer.feature_names_ = list(attributes)
     vectorizer.vocabulary_ = {name: column for column, name in enumerate(attributes)}
