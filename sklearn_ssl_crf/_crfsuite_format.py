@@ -225,8 +225,9 @@ def _cqdb_strings(buffer, offset, count, what):
         raise buffer.error(f"{where} has no id-to-string links for its {count} {what}s")
     records = offset + buffer.uint32(offset + links, count, where)
     end = offset + size
-    if (records < offset + _CQDB_DATA).any():  # includes the link 0: no record
-        raise buffer.error(f"{where} has a {what} without its record")
+    missing = records < offset + _CQDB_DATA  # includes the link 0: no record
+    if missing.any():
+        raise buffer.error(f"{where} has no record for {what} {int(np.argmax(missing))}")
     ids = buffer.uint32_at(records, where)
     key_sizes = buffer.uint32_at(records + 4, where)
     keys = records + 8
@@ -234,9 +235,9 @@ def _cqdb_strings(buffer, offset, count, what):
         raise buffer.error(f"{where} links {what} {int(np.argmax(ids != np.arange(count)))} "
                            "to the record of another")
     if (key_sizes < 1).any() or (keys + key_sizes > end).any():
-        raise buffer.error(f"a {what} of {where} lies beyond its end")
+        raise buffer.error(f"{where} has a record that lies beyond its end")
     if buffer.bytes[keys + key_sizes - 1].any():
-        raise buffer.error(f"a {what} of {where} does not end in NUL")
+        raise buffer.error(f"{where} has a string that does not end in NUL")
     data = buffer.data
     return [data[k:k + n - 1].decode("utf-8", "surrogateescape")
             for k, n in zip(keys.tolist(), key_sizes.tolist())]
