@@ -1,15 +1,19 @@
 """Model files: a fitted model saved with the package version, and loaded back with a check.
 
-Two formats, chosen by the file name:
+Three formats, chosen by the file name:
 
-- any name but ``*.skops``: joblib. The file holds a small header (the package and
-  scikit-learn versions, the caller's ``info``) followed by the model, so that `load` can
-  refuse a file of an incompatible version before it unpickles any of the model's classes.
+- any name but ``*.skops`` and ``*.crfsuite``: joblib. The file holds a small header (the
+  package and scikit-learn versions, the caller's ``info``) followed by the model, so that
+  `load` can refuse a file of an incompatible version before it unpickles any of the
+  model's classes.
   Loading a pickle can run arbitrary code: load only files you trust.
 - ``*.skops``: skops (``pip install skops``, not a dependency of this package), whose
   loader creates only the types it is told to trust instead of running the file's code.
   `load` trusts this package's own classes and skops' defaults (NumPy, SciPy and
   scikit-learn types), and refuses a file that needs any other type.
+- ``*.crfsuite``: CRFsuite's model file (what python-crfsuite and sklearn-crfsuite write),
+  for a first-order CRF; no versions or info, and no code run on loading. `load`
+  recognises it by its first bytes, whatever its name (`_crfsuite_format`).
 """
 
 import os
@@ -18,6 +22,12 @@ import re
 import joblib
 import sklearn
 
+from ._crfsuite_format import (
+    check_crfsuite_model,
+    is_crfsuite_file,
+    read_crfsuite,
+    write_crfsuite,
+)
 from ._files import atomic_path
 
 __all__ = ["load", "save"]
@@ -43,6 +53,10 @@ def _is_skops(path):
     return str(path).endswith(".skops")
 
 
+def _is_crfsuite(path):
+    return str(path).endswith(".crfsuite")
+
+
 def save(model, path, *, info=None):
     """Write a fitted model (or any estimator, `~sklearn.pipeline.Pipeline`...) to a file.
 
@@ -56,10 +70,14 @@ def save(model, path, *, info=None):
         What to save, usually a fitted estimator or a pipeline of features and estimator.
     path : str or path-like
         The file to write. A name ending in ``.skops`` writes the skops format (needs the
-        ``skops`` package); any other name writes joblib's.
+        ``skops`` package); ``.crfsuite`` writes CRFsuite's model file, which
+        python-crfsuite's ``Tagger`` and ``sklearn_crfsuite.CRF(model_filename=...)`` open
+        (a fitted first-order CRF whose labels and attributes are strings, decoded by
+        Viterbi; otherwise a ValueError says why not); any other name writes joblib's.
     info : dict or None, default=None
         Facts about the model to keep beside it (training files, settings, scores), made
-        of plain Python values; `load` returns them with ``return_info=True``.
+        of plain Python values; `load` returns them with ``return_info=True``. A CRFsuite
+        file has no place for them: give None.
 
     See Also
     --------
@@ -79,6 +97,14 @@ def save(model, path, *, info=None):
     """
     if info is not None and not isinstance(info, dict):
         raise TypeError(f"info must be a dict or None, got {type(info).__name__}")
+    if _is_crfsuite(path):
+        if info:
+            raise ValueError("a CRFsuite model file has no place for info; give info=None "
+                             "or save as .joblib or .skops")
+        check_crfsuite_model(model)  # before a temporary file is made
+        with atomic_path(path) as temporary:
+            write_crfsuite(model, temporary)
+        return
     header = {
         "format": _FORMAT,
         "version": _package_version(),
@@ -100,14 +126,18 @@ def load(path, *, return_info=False):
 
     A file written by another major.minor release of the package is refused. A
     ``*.skops`` file is read with skops, which creates only the types of this package and
-    those skops trusts by default.
+    those skops trusts by default. A CRFsuite model file (recognised by its first bytes,
+    whatever its name: one written by python-crfsuite, sklearn-crfsuite, CRFsuite or
+    `save`) is read without python-crfsuite into a fitted first-order `CRF` (the user
+    guide's "Models trained by sklearn-crfsuite" says what maps to what).
 
     Parameters
     ----------
     path : str or path-like
-        A file written by `save` (``*.skops`` files are read with skops).
+        A file written by `save` (``*.skops`` files are read with skops), or a CRFsuite
+        model file.
     return_info : bool, default=False
-        Also return the ``info`` dict given to `save`.
+        Also return the ``info`` dict given to `save` (empty for a CRFsuite file).
 
     Returns
     -------
@@ -121,7 +151,8 @@ def load(path, *, return_info=False):
     ValueError
         If the file is not a model file of this package, or was written by a version with
         another major.minor release (their models may differ: retrain, or load it with that
-        version), or (skops) needs types outside this package and skops' trusted defaults.
+        version), or (skops) needs types outside this package and skops' trusted defaults,
+        or is a CRFsuite file that is truncated or corrupt (the message says what).
 
     See Also
     --------
@@ -143,6 +174,9 @@ def load(path, *, return_info=False):
     [['DT', 'NN']]
     """
     name = os.fspath(path)
+    if _is_crfsuite(name) or is_crfsuite_file(name):
+        model = read_crfsuite(name)
+        return (model, {}) if return_info else model
     if _is_skops(name):
         header = _load_skops(name)
         _check_header(header, name)
