@@ -31,6 +31,7 @@ CRF: no start or end weights (CRFsuite's chain has none), unseen pairs weigh 0.
 
 import os
 import struct
+import warnings
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -250,7 +251,9 @@ def _fitted_crf(labels, attributes, state, transition):
     vectorizer.feature_names_ = list(attributes)
     vectorizer.vocabulary_ = {name: column for column, name in enumerate(attributes)}
     vectorizer._column_cache = _ColumnCache(vectorizer.vocabulary_)
-    crf = CRF(order=1)
+    # CRFsuite decodes without label constraints: so does the model, to tag as it did.
+    crf = CRF(order=1, constraints=None)
+    crf.constraints_ = None
     crf.vectorizer_ = vectorizer
     crf.attributes_ = list(attributes)
     crf.num_attributes_ = len(attributes)
@@ -278,8 +281,13 @@ def write_crfsuite(model, path):
 
 
 def check_crfsuite_model(model):
-    """Raise ValueError unless `write_crfsuite` can write ``model``."""
+    """Raise ValueError unless `write_crfsuite` can write ``model``; warn that its label
+    constraints, if any, are not written."""
     _crfsuite_parts(model)
+    if getattr(model, "constraints_", None) is not None:
+        warnings.warn(f"CRFsuite has no label constraints: the file keeps the weights, but "
+                      f"tagging with it ignores this model's {model.constraints_!r} (read back "
+                      "by sklearn_ssl_crf.load, it has none either)", UserWarning, stacklevel=3)
 
 
 def _crfsuite_parts(model):

@@ -125,7 +125,9 @@ def test_attributes_and_labels_are_crfsuites(synthetic, tmp_path):
     assert model.num_attributes_ == len(model.attributes_)
     # CRFsuite has no start or end weights, and our CRF gets CRF()'s settings.
     assert model.trigram_weights_ is None and model.allowed_transitions_ is None
-    assert model.get_params() == CRF().get_params()
+    # ... but no label constraints, which CRFsuite does not have.
+    assert model.get_params() == CRF(constraints=None).get_params()
+    assert model.constraints_ is None
     assert model.training_log_ is None
 
 
@@ -388,3 +390,18 @@ def test_random_byte_flips_never_raise_anything_but_value_error(model_bytes, tmp
             load(path)
         except ValueError as error:
             assert "flipped.crfsuite" in str(error)
+
+
+def test_saving_a_model_with_label_constraints_warns(tmp_path):
+    X = [[{"w": "new"}, {"w": "york"}], [{"w": "in"}, {"w": "paris"}]]
+    y = [["B-LOC", "I-LOC"], ["O", "B-LOC"]]
+    model = CRF(c2=0.1, max_iterations=20).fit(X, y)
+    assert model.constraints_ is not None
+    path = tmp_path / "bio.crfsuite"
+    with pytest.warns(UserWarning, match="CRFsuite has no label constraints"):
+        save(model, path)
+    loaded = load(path)
+    assert loaded.constraints_ is None
+    np.testing.assert_array_equal(loaded.state_weights_, model.state_weights_)
+    unconstrained = CRF(c2=0.1, max_iterations=20, constraints=None).fit(X, y)
+    assert loaded.predict(X) == unconstrained.predict(X)
