@@ -14,6 +14,7 @@ from ._parameters import transition_potentials
 from ._sequences import SequenceMatrix
 from ._tags import LabelledSequenceTagsMixin
 from ._threads import single_threaded_blas
+from ._uncertainty import UncertaintyMixin, per_sequence
 from ._validation import (
     as_sequence_list,
     check_labels,
@@ -26,8 +27,6 @@ from ._validation import (
     unlabelled_input,
 )
 from .features import SequenceVectorizer
-from .inference import chain_lattice
-from .inference.entropy import position_entropies
 from .metrics import span_f1_score
 from .parallel import PackedSequences
 
@@ -104,7 +103,7 @@ def unlabelled_sequences(sequences, labelled):
     return unlabelled[sequences.lengths[unlabelled] > 0]
 
 
-class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
+class BaseCRF(LabelledSequenceTagsMixin, UncertaintyMixin, BaseEstimator):
     """Base class of the linear-chain CRF estimators (not for direct use).
 
     Subclasses learn ``state_weights_`` and ``transition_weights_``; this class turns inputs
@@ -156,7 +155,7 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         names = sequences.feature_names
         self.attributes_ = list(range(sequences.n_features)) if names is None else list(names)
         self.num_attributes_ = sequences.n_features
-        labelled = check_labels(y, sequences.lengths)
+        labelled = check_labels(y, sequences.lengths, partial=True)
         empty = labelled[sequences.lengths[labelled] == 0]
         if empty.size:
             raise ValueError(f"sequence {empty[0]} is empty: every training sequence needs "
@@ -314,7 +313,7 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         else:
             marginals = self._infer(self._marginals, sequences, known_labels)
         if as_arrays:
-            return np.split(marginals, sequences.offsets[1:-1])
+            return per_sequence(marginals, sequences)
         classes = self.classes_
         rows = [dict(zip(classes, row)) for row in marginals.tolist()]
         offsets = sequences.offsets.tolist()
@@ -339,7 +338,8 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         return self.predict_marginals([xseq], known_labels=[known_labels])[0]
 
     def score(self, X, y):
-        """Token accuracy over the labelled sequences (``y[i] is None`` are skipped).
+        """Token accuracy over the labelled tokens (``y[i] is None`` and None labels, as
+        in partially labelled training data, are skipped).
 
         Parameters
         ----------
@@ -351,116 +351,12 @@ class BaseCRF(LabelledSequenceTagsMixin, BaseEstimator):
         score : float
         """
         X = as_sequence_list(X)
-        labelled = check_labels(y, sequence_lengths(X))
+        labelled = check_labels(y, sequence_lengths(X), partial=True)
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence to score")
         predicted = chain.from_iterable(self.predict(select_sequences(X, labelled)))
         gold = list(chain.from_iterable(y[i] for i in labelled))
-        return float(np.mean([p == g for p, g in zip(predicted, gold)]))
-
-    # -- uncertainty, for active learning ------------------------------------------------
-
-    def predict_entropy(self, X):
-        """Entropy ``H(Y | x)`` of each sequence's labels, in nats.
-
-        Parameters
-        ----------
-        X : list of sequences, list of feature matrices, or SequenceMatrix
-
-        Returns
-        -------
-        entropies : ndarray of shape (n_sequences,)
-        """
-        sequences, _, _, conditional = self._token_entropies(X)
-        return np.bincount(np.repeat(np.arange(len(sequences)), sequences.lengths),
-                           weights=conditional, minlength=len(sequences))
-
-    def predict_subsequence_entropy(self, X, spans):
-        """Joint entropy of the labels of given spans (Mann & McCallum 2007, §4-5).
-
-        Parameters
-        ----------
-        X : list of sequences, list of feature matrices, or SequenceMatrix
-        spans : list of lists of (start, stop)
-            ``spans[i]`` are spans of sequence ``i``, ``0 <= start < stop <= len(X[i])``.
-
-        Returns
-        -------
-        entropies : list of lists of float
-            ``H(Y_start, ..., Y_{stop-1} | x_i)`` for each span, in nats.
-        """
-        sequences, *tables = self._span_entropy_tables(X)
-        if len(spans) != len(sequences):
-            raise ValueError(f"spans has {len(spans)} entries for {len(sequences)} sequences")
-        result = []
-        for i, sequence_spans in enumerate(spans):
-            offset, length = sequences.offsets[i], sequences.lengths[i]
-            entropies = []
-            for start, stop in sequence_spans:
-                if not 0 <= start < stop <= length:
-                    raise ValueError(f"span ({start}, {stop}) of sequence {i} is not within "
-                                     f"its {length} tokens")
-                first, last = offset + start, offset + stop - 1
-                entropies.append(float(self._span_entropies(
-                    *tables, np.array([first]), np.array([last]))[0]))
-            result.append(entropies)
-        return result
-
-    def most_uncertain_spans(self, X, width):
-        """For each sequence, the span of ``width`` labels with the highest joint entropy.
-
-        Parameters
-        ----------
-        X : list of sequences, list of feature matrices, or SequenceMatrix
-        width : int
-            Span length; a shorter sequence gives the whole sequence.
-
-        Returns
-        -------
-        spans : list of (start, stop, entropy)
-            None for an empty sequence.
-        """
-        if not isinstance(width, (int, np.integer)) or width < 1:
-            raise ValueError(f"width must be a positive int, got {width!r}")
-        sequences, *tables = self._span_entropy_tables(X)
-        result = []
-        for offset, length in zip(sequences.offsets[:-1], sequences.lengths):
-            if length == 0:
-                result.append(None)
-                continue
-            span = min(width, length)
-            firsts = offset + np.arange(length - span + 1)
-            entropies = self._span_entropies(*tables, firsts, firsts + span - 1)
-            best = int(entropies.argmax())
-            result.append((best, best + span, float(entropies[best])))
-        return result
-
-    def _token_entropies(self, X):
-        """Per-token entropies: `inference.entropy.position_entropies` in token order."""
-        sequences = self._transform(X)
-        if sequences.n_tokens == 0:
-            return sequences, np.zeros(0), np.zeros(0), np.zeros(0)
-        packed = PackedSequences(sequences.matrix, sequences.lengths)
-        with single_threaded_blas():
-            unary, transition = self._constrained(
-                packed.layout, packed.unary(self.state_weights_), self._transition_potentials())
-            lattice = chain_lattice(unary, transition, packed.layout)
-            entropies = position_entropies(lattice)
-        return (sequences, *map(packed.unpack, entropies))
-
-    def _span_entropy_tables(self, X):
-        # A span's entropy is node[first] + pair[first + 1] + (cumulative[last] -
-        # cumulative[first + 1]): the chain rule's terms (`position_entropies`). All indices
-        # lie in one sequence, so a cumulative sum over all tokens serves.
-        sequences, node, pair, conditional = self._token_entropies(X)
-        return sequences, node, pair, np.cumsum(conditional)
-
-    @staticmethod
-    def _span_entropies(node, pair, cumulative, firsts, lasts):
-        """Entropies of the spans of tokens ``firsts[k]..lasts[k]`` (arrays of indices)."""
-        second = np.minimum(firsts + 1, lasts)
-        return (node[firsts] + np.where(lasts > firsts, pair[second], 0.0)
-                + cumulative[lasts] - cumulative[second])
+        return float(np.mean([p == g for p, g in zip(predicted, gold) if g is not None]))
 
     # -- fitted attributes in sklearn-crfsuite's form -------------------------------------
 

@@ -70,12 +70,14 @@ class LabelConstraints:
             if stop == start:
                 continue
             labels = codes[start:stop]
-            bad = np.flatnonzero(~self.transitions[labels[:-1], labels[1:]])
-            if not self.starts[labels[0]]:
+            # Unknown labels (-1) are not checked: only pairs of known neighbours.
+            pairs = (labels[:-1] >= 0) & (labels[1:] >= 0)
+            bad = np.flatnonzero(pairs & ~self.transitions[labels[:-1], labels[1:]])
+            if labels[0] >= 0 and not self.starts[labels[0]]:
                 return i, 0
             if bad.size:
                 return i, int(bad[0]) + 1
-            if not self.ends[labels[-1]]:
+            if labels[-1] >= 0 and not self.ends[labels[-1]]:
                 return i, int(stop - start - 1)
         return None
 

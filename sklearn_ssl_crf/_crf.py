@@ -220,6 +220,9 @@ class CRF(BaseCRF):
             The training sequences.
         y : list of label sequences
             Sequences whose labels are None are unlabelled; a supervised CRF skips them.
+            A None label within a sequence leaves that token unknown: the sequence's
+            likelihood sums over its labellings that keep the known labels (partial
+            annotation, Tsuboi et al. 2008).
         X_dev, y_dev : optional
             A development set scored (token accuracy and span F1) after every iteration,
             recorded in ``training_log_`` and printed when ``verbose``. Give both or neither.
@@ -311,8 +314,9 @@ def _check_dev_pair(X_dev, y_dev):
 def _label_cooccurrence(chunk, n_labels):
     """(attribute x label) sums of absolute feature values over a chunk's tokens: non-zero
     where the attribute occurs with the label (absolute, so opposite values cannot cancel)."""
+    known = np.flatnonzero(chunk.labels >= 0)  # -1: unknown (partial annotation)
     indicators = sp.csr_matrix(
-        (np.ones(chunk.n_tokens), (np.arange(chunk.n_tokens), chunk.labels)),
+        (np.ones(known.size), (known, chunk.labels[known])),
         shape=(chunk.n_tokens, n_labels),
     )
     return (abs(chunk.matrix).T @ indicators).toarray()

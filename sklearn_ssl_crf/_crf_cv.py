@@ -141,7 +141,9 @@ training_log_, termination_condition_, vectorizer_
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
             The training sequences.
         y : list of label sequences
-            The labels of ``X``; None marks an unlabelled sequence, which is skipped.
+            The labels of ``X``; None marks an unlabelled sequence, which is skipped, and
+            a None label a token whose label is unknown (partial annotation, as in `CRF`);
+            only fully labelled sequences are held out by the cross-validation.
         X_dev, y_dev : optional
             A development set on which c1 and c2 are chosen instead of by
             cross-validation.

@@ -163,8 +163,8 @@ class GraphPRCRF(SemiSupervisedPath):
         The graph used (built in ``fit`` unless given).
     transduction_ : list of lists
         One label sequence per training sequence, in the order given (X, then
-        X_unlabeled): the gold labels of the labelled ones, q's decoding of the unlabelled
-        ones.
+        X_unlabeled): the gold labels of the labelled ones (where some are unknown, theta's
+        best labelling that keeps the known ones), q's decoding of the unlabelled ones.
     training_log_ : list of dict
         The L-BFGS iterations of the supervised start (``phase`` 'supervised') and of each
         M-step (``phase`` 'M-step', ``em_iteration``), then one entry per EM iteration
@@ -304,7 +304,8 @@ vectorizer_
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
             The training sequences, labelled and unlabelled.
         y : list of label sequences
-            The labels of ``X``; None marks an unlabelled sequence.
+            The labels of ``X``; None marks an unlabelled sequence, and a None label a
+            token whose label is unknown (partial annotation, as in `CRF`).
         X_unlabeled : iterable of sequences of the same kind as X, default=None
             More unlabelled sequences, held in memory whole, as X is (an iterator is
             read into a list): the similarity graph joins tokens across the whole corpus,
@@ -364,26 +365,33 @@ vectorizer_
     def _finish(self, problem, fold, result):
         self.transduction_ = self._transduction(
             problem.extra["y"], fold.extra["labelled_index"], fold.extra["unlabelled_index"],
-            fold.extra["unlabelled"], fold.layout, result.state)
+            fold.extra["unlabelled"], fold.layout, result.state, problem.extra["sequences"])
 
     def _graph_penalty(self, sequences, labelled, unlabelled, codes):
         """The Laplacian penalty of the unlabelled tokens, seeded by the labelled ones."""
         sequence_of_token = np.repeat(np.arange(len(sequences)), sequences.lengths)
         vertices = self.graph_.token_vertices
         labelled_vertices = vertices[np.isin(sequence_of_token, labelled)]
-        seeded = labelled_vertices >= 0
+        # Tokens whose label is unknown (code -1) seed nothing.
+        seeded = (labelled_vertices >= 0) & (codes >= 0)
         seed_sums = sp.csr_matrix(
             (np.ones(seeded.sum()), (labelled_vertices[seeded], codes[seeded])),
             shape=(self.graph_.n_vertices, len(self.classes_))).toarray()
         return GraphLaplacianPenalty(self.graph_.weights,
                                      vertices[np.isin(sequence_of_token, unlabelled)], seed_sums)
 
-    def _transduction(self, y, labelled, unlabelled, unlabelled_data, layout, q):
-        """Gold labels of the labelled sequences and q's of the unlabelled ones, in input
-        order."""
+    def _transduction(self, y, labelled, unlabelled, unlabelled_data, layout, q, sequences):
+        """Gold labels of the labelled sequences (theta's best labelling that keeps them
+        where some are unknown) and q's of the unlabelled ones, in input order."""
         transduction = [None] * len(y)
         for i in labelled:
             transduction[i] = list(y[i])
+        partial = [i for i in labelled if None in transduction[i]]
+        if partial:
+            completed = self.predict(sequences[partial],
+                                     known_labels=[transduction[i] for i in partial])
+            for i, labels in zip(partial, completed):
+                transduction[i] = labels
         if q is not None:
             for i, labels in zip(unlabelled, self._q_labels(unlabelled_data, layout, q)):
                 transduction[i] = labels

@@ -163,7 +163,8 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
             The training sequences, labelled and unlabelled.
         y : list of label sequences
-            The labels of ``X``; None marks an unlabelled sequence.
+            The labels of ``X``; None marks an unlabelled sequence, and a None label a
+            token whose label is unknown (partial annotation, as in `CRF`).
         X_unlabeled : iterable of sequences of the same kind as X, default=None
             More unlabelled sequences, appended after X, held in memory whole, as X is
             (an iterator is read into a list): the similarity graph joins tokens across
@@ -211,7 +212,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
             sequences = SequenceMatrix(sp.csr_matrix((int(offsets[-1]), 0)), offsets)
         else:
             _, sequences, _ = featurise_training_input(X)
-        labelled = check_labels(y, sequences.lengths)
+        labelled = check_labels(y, sequences.lengths, partial=True)
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence (every entry is None)")
         self.classes_, codes = encode_labels(y[i] for i in labelled)
@@ -220,7 +221,9 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         is_labelled = np.zeros(len(sequences), dtype=bool)
         is_labelled[labelled] = True
         labelled_tokens = np.flatnonzero(np.repeat(is_labelled, sequences.lengths))
-        return sequences, labelled_tokens, codes
+        # A None label (partial annotation) leaves its token unlabelled.
+        known = codes >= 0
+        return sequences, labelled_tokens[known], codes[known]
 
     def _token_codes(self, labelled_tokens, codes, reached):
         """The label code of every token (rules in the class docstring); ``reached``: the

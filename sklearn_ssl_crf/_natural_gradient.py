@@ -256,9 +256,10 @@ vectorizer_
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
             The training sequences, labelled and unlabelled.
         y : list of label sequences
-            The labels of ``X``; None marks an unlabelled sequence. Unlabelled sequences are
-            used when ``gamma`` or ``proportion_weight`` is
-            positive, and skipped otherwise. Then training runs twice, as for
+            The labels of ``X``; None marks an unlabelled sequence, and a None label a
+            token whose label is unknown (partial annotation, as in `CRF`). Unlabelled
+            sequences are used when ``gamma`` or ``proportion_weight`` is positive, and
+            skipped otherwise. Then training runs twice, as for
             `EntropyRegularizedCRF`: on the labelled sequences, then on all of them with the
             unlabelled terms, from the first phase's weights and continuing its schedule
             (``max_iterations`` bounds each phase).
@@ -359,7 +360,8 @@ vectorizer_
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
             Attributes not seen before are added to the model (dict input).
         y : list of label sequences
-            The labels of ``X``; None marks an unlabelled sequence.
+            The labels of ``X``; None marks an unlabelled sequence, and a None label a
+            token whose label is unknown (partial annotation, as in `CRF`).
         classes : list of labels, default=None
             Every label the model will ever see; required on the first call (as
             scikit-learn's online estimators), optional afterwards (then it must not change).

@@ -178,7 +178,8 @@ vectorizer_
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
             The training sequences, labelled and unlabelled.
         y : list of label sequences
-            The labels of ``X``; None marks an unlabelled sequence.
+            The labels of ``X``; None marks an unlabelled sequence, and a None label a
+            token whose label is unknown (partial annotation, as in `CRF`).
         X_unlabeled : iterable of sequences of the same kind as X, default=None
             More unlabelled sequences: a list, or any iterable such as a generator, read
             once and featurised 2,000 sequences at a time, as in `EntropyRegularizedCRF`.

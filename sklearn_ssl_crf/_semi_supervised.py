@@ -256,7 +256,8 @@ vectorizer_
         X : list of sequences of feature dicts, list of feature matrices, or SequenceMatrix
             The training sequences, labelled and unlabelled.
         y : list of label sequences
-            The labels of ``X``; None marks an unlabelled sequence.
+            The labels of ``X``; None marks an unlabelled sequence, and a None label a
+            token whose label is unknown (partial annotation, as in `CRF`).
         X_unlabeled : iterable of sequences of the same kind as X, default=None
             More unlabelled sequences: a list, or any iterable such as a generator, which
             is read once and featurised 2,000 sequences at a time, so that they are never
@@ -467,9 +468,9 @@ transition_features_, size_, termination_condition_, vectorizer_
 def target_proportions(label_proportions, classes, codes):
     """The target label distribution ``pi`` in the order of ``classes``: normalised
     ``label_proportions`` (label -> proportion; None: the frequencies of the labelled tokens'
-    ``codes``, add-one smoothed)."""
+    ``codes`` (-1, unknown, not counted), add-one smoothed)."""
     if label_proportions is None:
-        counts = np.bincount(codes, minlength=len(classes)) + 1.0
+        counts = np.bincount(codes[codes >= 0], minlength=len(classes)) + 1.0
         return counts / counts.sum()
     unknown = set(label_proportions) - set(classes)
     if unknown:

@@ -10,6 +10,7 @@ from ._crf import _label_cooccurrence
 from ._parameters import WeightLayout, seen_structure, transition_masks
 from .inference import Workspace, chain_statistics
 from .objective import LabelProportionPenalty
+from .objective._potentials import clamp_unary
 from .objective._weights import add_unlabelled_terms, chunk_log_likelihood
 from .parallel import PackedSequences, transition_counts
 
@@ -99,6 +100,10 @@ class _Samples:
         columns, local = _local_matrix(self.sequences.matrix[first:stop])
         n_labels = self.n_labels
         labels = self.codes[first:stop]
+        if (labels < 0).any():
+            # Some labels unknown: the gold entries are the known labels themselves (-1
+            # elsewhere), read by `_sequence_gradient`'s clamped pass.
+            return columns, local, local.T.tocsr(), labels, None, None
         gold = np.arange(labels.size) * n_labels + labels
         all_counts = transition_counts(labels, np.array([labels.size]), n_labels, self.order)
         entries = np.flatnonzero(all_counts)
@@ -151,6 +156,15 @@ class _Samples:
         unary = local @ trainer.state_rows(columns)
         transition = self._potentials(trainer)
         log_z, d_unary, d_transition = chain_statistics(unary, transition)
+        if entries is None:
+            # Partially labelled (``gold`` holds the labels, -1 where unknown): the observed
+            # counts are expectations given the known labels (`log_likelihood`).
+            known_log_z, known_unary, known_transition = chain_statistics(
+                clamp_unary(unary, gold), transition)
+            loss = log_z - known_log_z
+            d_unary -= known_unary
+            d_transition -= known_transition
+            return loss, columns, local_t @ d_unary, self._transition_gradient(d_transition)
         loss = log_z - unary.ravel()[gold].sum() - transition.ravel()[entries] @ counts
         d_unary.ravel()[gold] -= 1.0
         d_transition.ravel()[entries] -= counts

@@ -387,22 +387,28 @@ class SemiSupervisedPath(CRF):
         """(train, held) index pairs of the labelled sequences, whose label sequences are
         ``labels``: ``cv`` folds that spread the copies of each label sequence over
         different folds (`spread_folds`), or the user's splitter, given the label sequences'
-        ids as its ``y``."""
-        n_labelled, cv = len(labels), self.cv
-        ids = _label_sequence_ids(labels)
+        ids as its ``y``. Only fully labelled sequences are held out (a score needs every
+        label); partially labelled ones are in every fold's training part."""
+        complete = np.array([i for i, sequence in enumerate(labels)
+                             if all(label is not None for label in sequence)], dtype=np.intp)
+        partial = np.setdiff1d(np.arange(len(labels)), complete)
+        what = "fully labelled sequences" if partial.size else "labelled sequences"
+        n_labelled, cv = complete.size, self.cv
+        ids = _label_sequence_ids([labels[i] for i in complete])
         if isinstance(cv, Integral):
             if cv < 2:
                 raise ValueError(f"cv must be at least 2 folds, got {cv}")
             if cv > n_labelled:
-                raise ValueError(f"cv={cv} folds need at least {cv} labelled sequences, but "
-                                 f"there are {n_labelled}: lower cv, or give X_dev, y_dev")
+                raise ValueError(f"cv={cv} folds need at least {cv} {what}, but there are "
+                                 f"{n_labelled}: lower cv, or give X_dev, y_dev")
             splits = spread_folds(ids, cv, self.random_state)
         else:
             splits = list(check_cv(cv).split(np.zeros((n_labelled, 1)), ids))
         for train, held in splits:
             if len(train) == 0 or len(held) == 0:
-                raise ValueError("every cv split needs labelled sequences on both sides")
-        return splits
+                raise ValueError(f"every cv split needs {what} on both sides")
+        return [(np.sort(np.concatenate([complete[train], partial])), complete[held])
+                for train, held in splits]
 
     def _held_out_fold(self, problem, held):
         return _HeldOut(problem.labelled[held], [problem.labels[i] for i in held],

@@ -163,10 +163,12 @@ def matrices_to_sequence_matrix(X, n_features=None):
     return matrix
 
 
-def check_labels(y, lengths, name="y"):
+def check_labels(y, lengths, name="y", partial=False):
     """Validate label sequences against sequence lengths.
 
     Returns the indices of the labelled sequences (``y[i] is None`` marks an unlabelled one).
+    With ``partial``, a label sequence may hold None where a token's label is unknown (one
+    with no known label counts as unlabelled); otherwise a None label is an error.
     """
     if isinstance(y, (str, bytes, dict)) or not hasattr(y, "__len__"):
         raise TypeError(f"{name} must be a list of label sequences, got {type(y).__name__}")
@@ -187,22 +189,30 @@ def check_labels(y, lengths, name="y"):
             raise ValueError(
                 f"sequence {i} has {lengths[i]} tokens but {len(labels)} labels"
             )
-        labelled.append(i)
+        unknown = sum(label is None for label in labels)
+        if unknown and not partial:
+            t = next(t for t, label in enumerate(labels) if label is None)
+            raise ValueError(f"{name}[{i}][{t}] is None: only training labels may leave "
+                             "tokens unknown")
+        if unknown < len(labels) or not len(labels):
+            labelled.append(i)
     return np.asarray(labelled, dtype=np.int64)
 
 
 def encode_labels(label_sequences, classes=None):
     """Integer codes of all labels, and the classes in order of first appearance.
 
-    With ``classes`` given, labels outside it raise a ValueError.
+    A None label (unknown) gets code -1 and is not a class. With ``classes`` given, labels
+    outside it raise a ValueError.
     """
     flat = list(chain.from_iterable(label_sequences))
     index = {} if classes is None else {label: k for k, label in enumerate(classes)}
     try:
         if classes is None:
-            codes = [index.setdefault(label, len(index)) for label in flat]
+            codes = [-1 if label is None else index.setdefault(label, len(index))
+                     for label in flat]
         else:
-            codes = [index[label] for label in flat]
+            codes = [-1 if label is None else index[label] for label in flat]
     except TypeError as error:
         bad = next(label for label in flat if not _is_hashable(label))
         raise TypeError(

@@ -14,7 +14,10 @@ def log_likelihood(packed, unary, transition, workspace=None):
     """Conditional log-likelihood of labelled sequences and its gradient.
 
     The gradient with respect to the potentials is the observed label and transition
-    counts minus their expectations under the model (one forward-backward pass).
+    counts minus their expectations under the model (one forward-backward pass). Where some
+    labels are unknown (label -1, partial annotation), a sequence's likelihood is that of
+    its known labels, summed over every labelling of the others, and the observed counts
+    become their expectations given the known labels (a second, clamped pass).
 
     Parameters
     ----------
@@ -55,6 +58,8 @@ def log_likelihood(packed, unary, transition, workspace=None):
     >>> bool(np.isclose(value, 3 * np.log(0.5)))                # 3 tokens, 2 labels
     True
     """
+    if packed.partial:
+        return _partial_log_likelihood(packed, unary, transition, workspace)
     lattice = chain_lattice(unary, transition, packed.layout, workspace)
     d_transition = packed.transition_counts - lattice.edge_marginal_sum()
     d_unary = lattice.node_marginals(overwrite=True)
@@ -65,6 +70,41 @@ def log_likelihood(packed, unary, transition, workspace=None):
     gold_score = (unary.reshape(-1)[gold].sum()
                   + packed.transition_counts[seen] @ transition[seen])
     return gold_score - lattice.log_z.sum(), d_unary, d_transition
+
+
+def clamp_unary(unary, labels):
+    """Unary potentials with every label but the known one (``labels[t] >= 0``) at -inf:
+    the lattice of the labellings that keep the known labels."""
+    clamped = np.full_like(unary, -np.inf)
+    unknown = labels < 0
+    clamped[unknown] = unary[unknown]
+    known = np.flatnonzero(~unknown)
+    clamped[known, labels[known]] = unary[known, labels[known]]
+    return clamped
+
+
+def _partial_log_likelihood(packed, unary, transition, workspace):
+    """`log_likelihood` where some labels are unknown (Tsuboi et al. 2008): each
+    sequence's ``log sum_{y consistent with its known labels} p(y | x)``, the log partition
+    function of the lattice clamped to the known labels minus the free one's; the gradient
+    is the clamped lattice's marginals minus the free ones'."""
+    clamped = clamp_unary(unary, packed.labels)
+    # Its own work arrays: the free lattice below reuses the workspace's.
+    clamped_lattice = chain_lattice(clamped, transition, packed.layout)
+    clamped_log_z = clamped_lattice.log_z
+    impossible = np.flatnonzero(np.isneginf(clamped_log_z))
+    if impossible.size:
+        raise ValueError(
+            f"{impossible.size} labelled sequence(s) have known labels that no labelling of "
+            "the allowed label pairs holds (order 2 with all_possible_transitions=False "
+            "allows only the pairs seen among known labels): set "
+            "all_possible_transitions=True")
+    d_transition = clamped_lattice.edge_marginal_sum().copy()
+    d_unary = clamped_lattice.node_marginals(overwrite=True)
+    lattice = chain_lattice(unary, transition, packed.layout, workspace)
+    d_transition -= lattice.edge_marginal_sum()
+    d_unary -= lattice.node_marginals()
+    return float(clamped_log_z.sum() - lattice.log_z.sum()), d_unary, d_transition
 
 
 def log_partition(packed, unary, transition, workspace=None):

@@ -34,13 +34,16 @@ class PackedSequences:
     matrix : csr_matrix
         Rows in packed order; float32 values when that loses nothing.
     labels : ndarray or None
-        Labels in packed order.
+        Labels in packed order; -1 where a token's label is unknown (partial annotation).
+    partial : bool
+        Whether some labels are unknown.
     transition_counts : ndarray of shape (n_labels, n_labels) or None
-        How often label ``i`` is followed by label ``j`` in the labelled sequences; at order
-        2, of shape (n_labels + 1, n_labels, n_labels), the counts of the transition
-        tensor's entries (`inference.second_order`).
+        How often label ``i`` is followed by label ``j`` in the labelled sequences (both
+        known); at order 2, of shape (n_labels + 1, n_labels, n_labels), the counts of the
+        transition tensor's entries (`inference.second_order`) whose labels are all known.
     label_index : ndarray of int64 or None
-        Index of every token's label in a raveled (n_tokens, n_labels) array.
+        Index of every token's label in a raveled (n_tokens, n_labels) array; None when
+        some labels are unknown.
     group_matrix : scipy.sparse.csr_matrix of shape (n_groups, n_tokens) or None
         Indicator of each packed token's group (`group_indicator`).
     kept : dict
@@ -59,11 +62,14 @@ class PackedSequences:
         if values.dtype == np.float64 and np.array_equal(values.astype(np.float32), values):
             self.matrix.data = values.astype(np.float32)
         self.labels = self.transition_counts = self.label_index = None
+        self.partial = False
         if labels is not None:
             labels = np.asarray(labels, dtype=np.int64)
             self.labels = labels[self.layout.order]
             self.transition_counts = transition_counts(labels, self.lengths, n_labels, order)
-            self.label_index = np.arange(self.labels.size) * n_labels + self.labels
+            self.partial = bool((labels < 0).any())
+            if not self.partial:
+                self.label_index = np.arange(self.labels.size) * n_labels + self.labels
         self.group_matrix = None
         if groups is not None:
             groups = np.asarray(groups, dtype=np.int64)[self.layout.order]
@@ -119,13 +125,15 @@ def transition_counts(labels, lengths, n_labels, order=1):
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[lengths > 0]
     # position[k]: position of token k in its sequence
     position = np.arange(labels.size) - np.repeat(starts, lengths[lengths > 0])
+    # Entries with an unknown label (-1) are not counted.
+    later = np.flatnonzero(position >= 1)
+    later = later[(labels[later] >= 0) & (labels[later - 1] >= 0)]
     if order == 1:
-        later = np.flatnonzero(position >= 1)
         entries = labels[later - 1] * n_labels + labels[later]
         return np.bincount(entries, minlength=n_labels ** 2).reshape(n_labels, n_labels)
-    later = np.flatnonzero(position >= 1)
     # y_{t-2}, with the start (index n_labels) at position 1
     before = np.where(position[later] >= 2, labels[np.maximum(later - 2, 0)], n_labels)
+    later, before = later[before >= 0], before[before >= 0]
     entries = (before * n_labels + labels[later - 1]) * n_labels + labels[later]
     return np.bincount(entries, minlength=(n_labels + 1) * n_labels ** 2).reshape(
         n_labels + 1, n_labels, n_labels)
