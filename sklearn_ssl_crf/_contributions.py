@@ -102,7 +102,8 @@ class ContributionsMixin:
         For each token they add up to its unary potential and transition term, and over a
         sequence to the score of its labelling, which for the predicted labels is the best
         score Viterbi found (among the labellings that ``constraints_`` and
-        ``known_labels`` allow).
+        ``known_labels`` allow; `GraphPRCRF` with ``decoding='posterior'`` predicts by
+        marginals instead, and its labels are explained all the same).
 
         Parameters
         ----------
@@ -115,7 +116,9 @@ class ContributionsMixin:
             List at most this many attributes per token (the largest contributions in
             absolute value); the ``'state'`` total still counts them all. None: all.
         as_arrays : bool, default=False
-            Return arrays over every label instead of a dict per token (see Returns).
+            Return arrays over every label instead of a dict per token (see Returns):
+            no Python object per token, but a float per label for every attribute of
+            every token (110 MB for CoNLL-2000's test set with 19 labels).
         known_labels : list, default=None
             With ``y=None``: labels fixed in advance, None where unknown (see `predict`).
 
