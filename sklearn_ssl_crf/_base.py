@@ -9,6 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ._constraints import known_label_mask, resolve_constraints
+from ._contributions import ContributionsMixin
 from ._decoding import decode, posterior_marginals
 from ._parameters import transition_potentials
 from ._sequences import SequenceMatrix
@@ -103,7 +104,7 @@ def unlabelled_sequences(sequences, labelled):
     return unlabelled[sequences.lengths[unlabelled] > 0]
 
 
-class BaseCRF(LabelledSequenceTagsMixin, UncertaintyMixin, BaseEstimator):
+class BaseCRF(LabelledSequenceTagsMixin, UncertaintyMixin, ContributionsMixin, BaseEstimator):
     """Base class of the linear-chain CRF estimators (not for direct use).
 
     Subclasses learn ``state_weights_`` and ``transition_weights_``; this class turns inputs

@@ -129,6 +129,47 @@ def test_tag_marginals_and_entropy_are_the_models(corpus, trained, capsys):
     np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=5e-4)
 
 
+def test_tag_explain_writes_the_models_contributions(corpus, trained, tmp_path, capsys):
+    _, paths = corpus
+    model_path, _ = trained
+    model = load(model_path)
+    X_test, _ = read_columns(paths["test"], columns=[0, 1])
+    expected = model[-1].predict_contributions(model[0].transform(X_test), top=3)
+    capsys.readouterr()
+    assert main(["tag", str(model_path), str(paths["test"]), "--format", "columns"]) == 0
+    plain = capsys.readouterr().out
+    assert main(["tag", str(model_path), str(paths["test"]), "--format", "columns",
+                 "--explain", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # Without the '# contributions' lines, the output is the plain one.
+    assert [line for line in lines if not line.startswith("#")] == plain.splitlines()
+    tokens = [token for sentence in expected for token in sentence]
+    explained = [line for line in lines if line.startswith("# contributions\t")]
+    assert len(explained) == len(tokens)
+    for i, line in enumerate(lines):
+        if line.startswith("#"):
+            assert lines[i - 1] and not lines[i - 1].startswith("#")  # after its token
+    for line, token in zip(explained, tokens):
+        fields = [field.rpartition("=") for field in line.split("\t")[1:]]
+        assert [name for name, _, _ in fields[:2]] == ["state", "transition"]
+        assert [name for name, _, _ in fields[2:]] == [a for a, _ in token["attributes"]]
+        np.testing.assert_allclose(
+            [float(value) for _, _, value in fields],
+            [token["state"], token["transition"], *(c for _, c in token["attributes"])],
+            atol=5e-5)
+    assert max(len(token["attributes"]) for token in tokens) == 3
+
+    # K defaults to 5; it must be a positive integer
+    assert main(["tag", str(model_path), str(paths["test"]), "--format", "columns",
+                 "--explain"]) == 0
+    widths = [line.count("\t") - 2 for line in capsys.readouterr().out.splitlines()
+              if line.startswith("# contributions")]
+    assert max(widths) == 5
+    with pytest.raises(SystemExit):
+        main(["tag", str(model_path), str(paths["test"]), "--explain", "0"])
+    assert "K must be a positive integer, got '0'" in capsys.readouterr().err
+
+
 def test_failed_tag_run_leaves_the_old_output(corpus, trained, tmp_path, monkeypatch,
                                               capsys):
     _, paths = corpus

@@ -1,5 +1,6 @@
 """``tag``: label raw text or a column file with a saved model, in column output."""
 
+import argparse
 import sys
 
 from .._files import atomic_path
@@ -22,6 +23,11 @@ def add_parser(subparsers):
                         help="add each label's marginal probability as further columns")
     parser.add_argument("--entropy", action="store_true",
                         help="write '# entropy = H' (nats) before each sentence")
+    parser.add_argument("--explain", type=_positive_int, nargs="?", const=5, metavar="K",
+                        help="after each token's line, a line '# contributions' with, "
+                        "tab-separated, state=S (the predicted label's unary potential), "
+                        "transition=T and the K (default 5) attributes that contributed "
+                        "most to the label, as attribute=contribution")
     parser.add_argument("--known-column", type=int, metavar="N",
                         help="column (0-based, --format columns) holding labels known in "
                         "advance, '_' where unknown: the output keeps them and labels the "
@@ -46,13 +52,17 @@ def run(args):
     marginals = (estimator.predict_marginals(features, known_labels=known) if args.marginals
                  else None)
     entropies = estimator.predict_entropy(features) if args.entropy else None
+    contributions = (None if args.explain is None else estimator.predict_contributions(
+        features, top=args.explain, known_labels=known))
     if not args.output:
-        _write_tags(sys.stdout, args, estimator, rows, predicted, marginals, entropies)
+        _write_tags(sys.stdout, args, estimator, rows, predicted, marginals, entropies,
+                    contributions)
         sys.stdout.flush()
         return 0
     # Written beside the file and renamed over it: a failed run leaves the old file.
     with atomic_path(args.output) as temporary, open(temporary, "w", encoding="utf-8") as out:
-        _write_tags(out, args, estimator, rows, predicted, marginals, entropies)
+        _write_tags(out, args, estimator, rows, predicted, marginals, entropies,
+                    contributions)
     return 0
 
 
@@ -76,7 +86,8 @@ def _known_labels(args, rows, classes):
     return known
 
 
-def _write_tags(out, args, estimator, rows, predicted, marginals, entropies):
+def _write_tags(out, args, estimator, rows, predicted, marginals, entropies,
+               contributions):
     """Write the labelled sentences to the text stream ``out``."""
     if args.marginals:
         out.write("# marginal columns: " + " ".join(map(str, estimator.classes_)) + "\n")
@@ -88,4 +99,26 @@ def _write_tags(out, args, estimator, rows, predicted, marginals, entropies):
             if args.marginals:
                 columns += [f"{marginals[i][j][c]:.4f}" for c in estimator.classes_]
             out.write("\t".join(columns) + "\n")
+            if contributions is not None:
+                out.write(_contribution_line(contributions[i][j]))
         out.write("\n")
+
+
+def _contribution_line(token):
+    """The ``# contributions`` line of a token (`predict_contributions`): tab-separated
+    ``name=value`` fields, the value after the field's last '='."""
+    fields = [("state", token["state"]), ("transition", token["transition"]),
+              *token["attributes"]]
+    values = [f"{name}={value:+.4f}" for name, value in fields]
+    return "\t".join(["# contributions", *values]) + "\n"
+
+
+def _positive_int(text):
+    """``--explain``'s K: an int of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"K must be a positive integer, got {text!r}")
+    return value
