@@ -12,6 +12,7 @@ from ._constraints import known_label_mask, resolve_constraints
 from ._contributions import ContributionsMixin
 from ._decoding import decode, posterior_marginals
 from ._parameters import transition_potentials
+from ._sample_weights import labelled_weights, resolve_class_weight
 from ._sequences import SequenceMatrix
 from ._tags import LabelledSequenceTagsMixin
 from ._threads import single_threaded_blas
@@ -139,16 +140,23 @@ class BaseCRF(LabelledSequenceTagsMixin, UncertaintyMixin, ContributionsMixin, B
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence (every entry is None)")
         self.classes_, codes = encode_labels(y[i] for i in labelled)
-        self._set_constraints(codes, sequences.lengths[labelled])
+        self._set_label_settings(codes, sequences.lengths[labelled])
         blocks = [block if block.lengths.all() else block[np.flatnonzero(block.lengths)]
                   for block in blocks]
         return sequences, labelled, codes, blocks
 
-    def _set_constraints(self, codes, lengths):
-        """Set ``constraints_`` from the ``constraints`` parameter, ``classes_`` and the
-        training labels (codes laid end to end, and each sequence's length)."""
+    def _set_label_settings(self, codes, lengths):
+        """Set ``constraints_`` and ``class_weight_`` from the parameters, ``classes_`` and
+        the training labels (codes laid end to end, and each sequence's length)."""
         self.constraints_ = resolve_constraints(self.constraints, self.classes_, codes,
                                                 lengths)
+        self.class_weight_ = resolve_class_weight(self.class_weight, self.classes_, codes)
+
+    def _label_costs(self):
+        """The cost of mislabelling a token of each label in the likelihood (the logarithm
+        of its class weight), or None."""
+        weights = getattr(self, "class_weight_", None)
+        return None if weights is None else np.log(weights)
 
     def _labelled_sequences(self, sequences, y):
         """Set ``attributes_`` and ``num_attributes_`` from the featurised X; check y against
@@ -338,7 +346,7 @@ class BaseCRF(LabelledSequenceTagsMixin, UncertaintyMixin, ContributionsMixin, B
         """
         return self.predict_marginals([xseq], known_labels=[known_labels])[0]
 
-    def score(self, X, y):
+    def score(self, X, y, sample_weight=None):
         """Token accuracy over the labelled tokens (``y[i] is None`` and None labels, as
         in partially labelled training data, are skipped).
 
@@ -346,18 +354,27 @@ class BaseCRF(LabelledSequenceTagsMixin, UncertaintyMixin, ContributionsMixin, B
         ----------
         X : list of sequences, list of feature matrices, or SequenceMatrix
         y : list of label sequences (or None)
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Weight of each sequence: its tokens count that many times.
 
         Returns
         -------
         score : float
         """
         X = as_sequence_list(X)
-        labelled = check_labels(y, sequence_lengths(X), partial=True)
+        lengths = sequence_lengths(X)
+        labelled = check_labels(y, lengths, partial=True)
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence to score")
+        weights = labelled_weights(sample_weight, len(lengths), labelled,
+                                   unlabelled_ones=False)
         predicted = chain.from_iterable(self.predict(select_sequences(X, labelled)))
-        gold = list(chain.from_iterable(y[i] for i in labelled))
-        return float(np.mean([p == g for p, g in zip(predicted, gold) if g is not None]))
+        gold = chain.from_iterable(y[i] for i in labelled)
+        token_weights = (np.ones(int(lengths[labelled].sum())) if weights is None
+                         else np.repeat(weights, lengths[labelled]))
+        hits = [(p == g, w) for p, g, w in zip(predicted, gold, token_weights) if g is not None]
+        correct, counted = np.array(hits, dtype=np.float64).T
+        return float(correct @ counted / counted.sum())
 
     # -- fitted attributes in sklearn-crfsuite's form -------------------------------------
 

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseCRF
 from ._parameters import WeightLayout, seen_structure, transition_masks
+from ._sample_weights import labelled_weights
 from ._threads import single_threaded_blas
 from .objective._weights import penalised_negative_log_likelihood
 from .optim import minimize_lbfgs
@@ -88,6 +89,13 @@ class CRF(BaseCRF):
         allowed first and last labels), a missing key allowing all. None: no constraint.
         Training is unconstrained (gold sequences are valid); the fitted rules are
         ``constraints_``.
+    class_weight : dict, 'balanced' or None, default=None
+        Weights of the labels in the likelihood, for rare labels: mislabelling a token
+        whose gold label has weight ``w`` costs ``log w`` in the partition function (each
+        wrong label's potential is raised by it: softmax-margin, Gimpel & Smith 2010), so
+        the model must score such tokens' gold labels ``log w`` higher than under the plain
+        likelihood, which favours recall of those labels. A dict label -> weight (others
+        1); 'balanced': ``n_tokens / (n_labels * count)``. None: the plain likelihood.
     verbose : bool, default=False
         Print the objective (and the dev score, when given) after every iteration.
     n_jobs : int, default=None
@@ -116,6 +124,8 @@ class CRF(BaseCRF):
         Order 2 with ``all_possible_transitions=False``: the label triples that may occur
         (``[n_labels, i, j]``: ``i, j`` as the first two labels), those whose two pairs
         were seen in training. None: all.
+    class_weight_ : ndarray of shape (n_labels,) or None
+        The weight of each label of ``classes_`` (``class_weight`` resolved); None: all 1.
     constraints_ : LabelConstraints or None
         What ``constraints`` resolved to: ``transitions`` (n_labels, n_labels), ``starts``
         and ``ends`` (n_labels,), arrays of bool over ``classes_`` saying what prediction
@@ -170,6 +180,7 @@ class CRF(BaseCRF):
         "all_possible_states": ["boolean"],
         "all_possible_transitions": ["boolean"],
         "constraints": [StrOptions({"auto", "bio", "iob2", "iobes", "bilou"}), dict, None],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
         "verbose": ["verbose"],
         "n_jobs": [Integral, None],
     }
@@ -190,6 +201,7 @@ class CRF(BaseCRF):
         all_possible_states=True,
         all_possible_transitions=True,
         constraints="auto",
+        class_weight=None,
         verbose=False,
         n_jobs=None,
     ):
@@ -207,11 +219,12 @@ class CRF(BaseCRF):
         self.all_possible_states = all_possible_states
         self.all_possible_transitions = all_possible_transitions
         self.constraints = constraints
+        self.class_weight = class_weight
         self.verbose = verbose
         self.n_jobs = n_jobs
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_dev=None, y_dev=None):
+    def fit(self, X, y, X_dev=None, y_dev=None, *, sample_weight=None):
         """Train on labelled sequences.
 
         Parameters
@@ -226,6 +239,10 @@ class CRF(BaseCRF):
         X_dev, y_dev : optional
             A development set scored (token accuracy and span F1) after every iteration,
             recorded in ``training_log_`` and printed when ``verbose``. Give both or neither.
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Weight of each sequence of X: its log-likelihood counts that many times
+            (scikit-learn's convention; `GridSearchCV` splits it with X). Unlabelled
+            sequences must have weight 1. None: all 1.
 
         Returns
         -------
@@ -233,7 +250,7 @@ class CRF(BaseCRF):
             The fitted estimator.
         """
         _check_dev_pair(X_dev, y_dev)
-        data = self._packed_training_data(X, y)
+        data = self._packed_training_data(X, y, sample_weight)
         layout = self._weight_layout(data)
         objective = penalised_negative_log_likelihood(data, layout, self._l2(layout))
         callback = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
@@ -276,8 +293,11 @@ class CRF(BaseCRF):
         """Sequences packed in chunks for this model's order; a second-order chain's work
         arrays hold S^2 values per token, so its chunks are S / 4 times smaller; restricted
         to the pairs seen (`all_possible_transitions=False`), about a third of that (145 of
-        484 pairs on CoNLL-2000, 191 of 676 on the handwritten letters), so S / 12."""
+        484 pairs on CoNLL-2000, 191 of 676 on the handwritten letters), so S / 12.
+        Labelled sequences carry the label costs of ``class_weight_``."""
         n_labels = len(self.classes_)
+        if labels is not None:
+            kwargs["label_costs"] = self._label_costs()
         chunk_tokens = None
         if self.order == 2:
             per_label = 4 if self.all_possible_transitions else 12
@@ -285,12 +305,13 @@ class CRF(BaseCRF):
         return ChunkedSequences(sequences, labels, n_labels, n_jobs=self.n_jobs,
                                 chunk_tokens=chunk_tokens, order=self.order, **kwargs)
 
-    def _packed_training_data(self, X, y):
+    def _packed_training_data(self, X, y, sample_weight=None):
         # A method of its own so that the unpacked feature matrix is freed before training.
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        weights = labelled_weights(sample_weight, len(sequences), labelled)
         if labelled.size < len(sequences):
             sequences = sequences[labelled]
-        return self._chunked(sequences, codes)
+        return self._chunked(sequences, codes, weights=weights)
 
     def _weight_layout(self, data):
         n_labels = len(self.classes_)

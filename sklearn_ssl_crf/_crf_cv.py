@@ -55,6 +55,8 @@ class CRFCV(SemiSupervisedPath):
         As in `CRF`.
     constraints : 'auto', None, str or dict, default='auto'
         As in `CRF`.
+    class_weight : dict, 'balanced' or None, default=None
+        As in `CRF`.
     verbose : bool, default=False
         As in `CRF`.
     n_jobs : int, default=None
@@ -68,7 +70,8 @@ class CRFCV(SemiSupervisedPath):
     cv_results_ : dict or None
         Every candidate's held-out scores, as in `EntropyRegularizedCRF`.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, allowed_transitions_, constraints_, state_features_, \
+trigram_weights_, skip_weights_, allowed_transitions_, constraints_, class_weight_, \
+state_features_, \
 transition_features_, size_, \
 training_log_, termination_condition_, vectorizer_
         As in `CRF` (``training_log_`` of the final fit).
@@ -112,6 +115,7 @@ training_log_, termination_condition_, vectorizer_
         all_possible_states=True,
         all_possible_transitions=True,
         constraints="auto",
+        class_weight=None,
         verbose=False,
         n_jobs=None,
     ):
@@ -121,7 +125,8 @@ training_log_, termination_condition_, vectorizer_
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
-            constraints=constraints, verbose=verbose, n_jobs=n_jobs,
+            constraints=constraints, class_weight=class_weight, verbose=verbose,
+            n_jobs=n_jobs,
         )
         self.cv = cv
         self.scoring = scoring
@@ -133,7 +138,7 @@ training_log_, termination_condition_, vectorizer_
     tol = 0.0
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, *, X_dev=None, y_dev=None):
+    def fit(self, X, y, *, X_dev=None, y_dev=None, sample_weight=None):
         """Choose c1 and c2, and train on all labelled sequences with them.
 
         Parameters
@@ -148,19 +153,22 @@ training_log_, termination_condition_, vectorizer_
             A development set on which c1 and c2 are chosen instead of by
             cross-validation.
 
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Weight of each sequence of X in the labelled likelihood, as in `CRF`.
+
         Returns
         -------
         self : CRFCV
             The fitted estimator.
         """
-        return self._fit_path(X, y, None, X_dev, y_dev)
+        return self._fit_path(X, y, None, X_dev, y_dev, sample_weight)
 
     def _max_phase_iterations(self):
         return 0
 
-    def _prepare(self, X, y, X_unlabeled):
+    def _prepare(self, X, y, X_unlabeled, sample_weight=None):
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
-        return self._labelled_problem(sequences, labelled, codes, y)
+        return self._labelled_problem(sequences, labelled, codes, y, sample_weight)
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                on_iteration):

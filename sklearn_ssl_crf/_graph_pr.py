@@ -151,6 +151,8 @@ class GraphPRCRF(SemiSupervisedPath):
         As in `CRF`.
     constraints : 'auto', None, str or dict, default='auto'
         As in `CRF`.
+    class_weight : dict, 'balanced' or None, default=None
+        As in `CRF`.
     verbose : bool, default=False
         As in `CRF`; also prints one line per EM iteration.
     n_jobs : int, default=None
@@ -189,7 +191,8 @@ class GraphPRCRF(SemiSupervisedPath):
         ``em_iterations`` ran, with a `~sklearn.exceptions.ConvergenceWarning`); otherwise
         as in `EntropyRegularizedCRF`.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, allowed_transitions_, constraints_, state_features_, \
+trigram_weights_, skip_weights_, allowed_transitions_, constraints_, class_weight_, \
+state_features_, \
 transition_features_, size_, \
 vectorizer_
         As in `CRF`.
@@ -265,6 +268,7 @@ vectorizer_
         all_possible_states=True,
         all_possible_transitions=True,
         constraints="auto",
+        class_weight=None,
         verbose=False,
         n_jobs=None,
     ):
@@ -274,7 +278,8 @@ vectorizer_
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
-            constraints=constraints, verbose=verbose, n_jobs=n_jobs,
+            constraints=constraints, class_weight=class_weight, verbose=verbose,
+            n_jobs=n_jobs,
         )
         self.graph = graph
         self.n_neighbors = n_neighbors
@@ -296,7 +301,7 @@ vectorizer_
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None):
+    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None, sample_weight=None):
         """Train on labelled and unlabelled sequences, choosing the settings not given.
 
         Parameters
@@ -316,21 +321,26 @@ vectorizer_
             cross-validation; the EM iteration with the best dev score is kept (iteration
             0, the supervised CRF, included).
 
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Weight of each sequence of X in the labelled likelihood, as in `CRF`.
+
         Returns
         -------
         self : GraphPRCRF
             The fitted estimator.
         """
-        return self._fit_path(X, y, X_unlabeled, X_dev, y_dev)
+        return self._fit_path(X, y, X_unlabeled, X_dev, y_dev, sample_weight)
 
     def _max_phase_iterations(self):
         return self.em_iterations
 
-    def _prepare(self, X, y, X_unlabeled):
+    def _prepare(self, X, y, X_unlabeled, sample_weight=None):
+        n_given = len(y)  # sample_weight's sequences: X's, before X_unlabeled
         X, y = concatenate_inputs(X, y, X_unlabeled)
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
         self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key)
-        problem = self._labelled_problem(sequences, labelled, codes, y)
+        problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight,
+                                         n_given)
         problem.extra.update(sequences=sequences, labelled_index=labelled, y=y,
                              unlabelled_index=unlabelled_sequences(sequences, labelled))
         return problem

@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._base import BaseCRF, unlabelled_sequences
 from ._crf import _check_dev_pair
 from ._parameters import WeightLayout
+from ._sample_weights import labelled_weights
 from ._selection import _BestEpoch
 from ._semi_supervised import target_proportions
 from ._stochastic import _Samples
@@ -111,6 +112,8 @@ class NaturalGradientCRF(BaseCRF):
         As in `CRF`.
     constraints : 'auto', None, str or dict, default='auto'
         As in `CRF`; with `partial_fit`, resolved on the first call's labelled sequences.
+    class_weight : dict, 'balanced' or None, default=None
+        As in `CRF`.
     verbose : bool, default=False
         Print the calibration trials and, per epoch, the loss (and dev scores when given).
 
@@ -139,7 +142,8 @@ class NaturalGradientCRF(BaseCRF):
         `~sklearn.exceptions.ConvergenceWarning`) or 'not_finite' (the loss overflowed);
         the last entry of ``training_log_`` says it in words (``stop``).
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, allowed_transitions_, constraints_, state_features_, \
+trigram_weights_, skip_weights_, allowed_transitions_, constraints_, class_weight_, \
+state_features_, \
 transition_features_, size_, \
 vectorizer_
         As in `CRF`.
@@ -188,6 +192,7 @@ vectorizer_
         "all_possible_states": ["boolean"],
         "all_possible_transitions": ["boolean"],
         "constraints": [StrOptions({"auto", "bio", "iob2", "iobes", "bilou"}), dict, None],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
         "verbose": ["verbose"],
     }
 
@@ -217,6 +222,7 @@ vectorizer_
         all_possible_states=True,
         all_possible_transitions=True,
         constraints="auto",
+        class_weight=None,
         verbose=False,
     ):
         self.update = update
@@ -243,12 +249,13 @@ vectorizer_
         self.all_possible_states = all_possible_states
         self.all_possible_transitions = all_possible_transitions
         self.constraints = constraints
+        self.class_weight = class_weight
         self.verbose = verbose
 
     # -- training ------------------------------------------------------------------------
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None):
+    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None, sample_weight=None):
         """Train from scratch: calibrate ``eta0`` (unless given), then run epochs.
 
         Parameters
@@ -271,6 +278,9 @@ vectorizer_
             Scored after every epoch (token accuracy and span F1), logged and printed when
             ``verbose``; with unlabelled terms, the semi-supervised phase keeps its best
             epoch on dev (``best_iteration_``), the supervised model included.
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Weight of each sequence of X in the labelled likelihood, as in `CRF`: a
+            step's gradient of a sequence is scaled by its weight.
 
         Returns
         -------
@@ -280,6 +290,7 @@ vectorizer_
         _check_dev_pair(X_dev, y_dev)
         sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
             X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
+        self._weights = labelled_weights(sample_weight, len(sequences), labelled)
         if streamed:
             sequences = stack_sequences([sequences, *streamed])
             del streamed
@@ -327,7 +338,8 @@ vectorizer_
             self._set_l2(trainer, data.n_samples)
             with single_threaded_blas():
                 result = minimize_sgd(trainer, data.gradient,
-                                      lambda data=data: self._epoch_batches(data, rng),
+                                      lambda data=data: data.epoch_batches(
+                                          self.batch_size, self.shuffle, rng),
                                       max_epochs, period=self.period, delta=self.delta,
                                       callback=callback, verbose=self.verbose)
             trainer.set_weights(result.state, result.transition)
@@ -347,7 +359,7 @@ vectorizer_
         self._set_termination(result.termination_condition, result.message, "max_iterations")
         return self
 
-    def partial_fit(self, X, y, classes=None, X_unlabeled=None):
+    def partial_fit(self, X, y, classes=None, X_unlabeled=None, sample_weight=None):
         """One epoch over a batch of sequences, continuing the learning-rate schedule.
 
         The L2 strength per sequence is ``2 * c2 / n_seen``, ``n_seen`` counting every
@@ -368,6 +380,8 @@ vectorizer_
         X_unlabeled : iterable of sequences of the same kind as X, default=None
             Unlabelled sequences of this batch. X and X_unlabeled may be any iterables
             (each call's batch is held whole): a stream is passed a batch per call.
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Weight of each sequence of X, as in `fit`.
 
         Returns
         -------
@@ -385,8 +399,10 @@ vectorizer_
         elif classes is not None and list(classes) != list(self.classes_):
             raise ValueError(f"classes changed between calls to partial_fit: "
                              f"{list(classes)} != {list(self.classes_)}")
+        n_given = len(y)  # sample_weight's sequences: X's, before X_unlabeled
         X, y = concatenate_inputs(X, y, X_unlabeled)
         sequences, labelled, codes = self._partial_inputs(X, y, classes if first else None)
+        self._weights = labelled_weights(sample_weight, n_given, labelled)
         if first and self._has_unlabelled_terms():
             # Fixed at the first call.
             self.target_proportions_ = target_proportions(self.label_proportions,
@@ -412,7 +428,7 @@ vectorizer_
                 self.all_possible_states, self.all_possible_transitions)
             trainer.state_mask = _union(trainer.state_mask, state_mask)
             trainer.transition_mask = _union(trainer.transition_mask, transition_mask)
-        batches = self._epoch_batches(samples, self._rng)
+        batches = samples.epoch_batches(self.batch_size, self.shuffle, self._rng)
         with single_threaded_blas():
             loss = sgd_epoch(trainer, samples.gradient, batches)
         self.n_iter_ += 1
@@ -443,7 +459,7 @@ vectorizer_
         labelled = self._labelled_sequences(sequences, y)
         _, codes = encode_labels((y[i] for i in labelled), self.classes_)
         if classes is not None:
-            self._set_constraints(codes, sequences.lengths[labelled])
+            self._set_label_settings(codes, sequences.lengths[labelled])
         return sequences, labelled, codes
 
     def _has_unlabelled_terms(self):
@@ -458,24 +474,8 @@ vectorizer_
             unlabelled = unlabelled_sequences(sequences, labelled)
         return _Samples(sequences[np.concatenate([labelled, unlabelled])], labelled.size,
                         codes, len(self.classes_), self.gamma, self.proportion_weight,
-                        getattr(self, "target_proportions_", None), prepared, self.order)
-
-    def _epoch_batches(self, samples, rng):
-        """The batches of one epoch, in order. Single sequences come in a new random order
-        at every epoch. Larger batches are drawn once, from sequences of similar length
-        (their forward-backward then wastes no steps on short chains), and come in a new
-        random order at every epoch: a batch keeps its composition, so its local feature
-        matrices are built once."""
-        n = samples.n_samples
-        if self.batch_size == 1:
-            return (rng.permutation(n) if self.shuffle else np.arange(n)).reshape(-1, 1)
-        if samples.batches is None:
-            order = (np.lexsort((rng.random(n), samples.sequences.lengths)) if self.shuffle
-                     else np.arange(n))
-            samples.batches = np.array_split(order, range(self.batch_size, n, self.batch_size))
-        if not self.shuffle:
-            return samples.batches
-        return [samples.batches[k] for k in rng.permutation(len(samples.batches))]
+                        getattr(self, "target_proportions_", None), prepared, self.order,
+                        self._weights, self._label_costs())
 
     def _new_trainer(self, samples, rng):
         """A trainer with zero weights and ``eta0`` given or calibrated."""
@@ -494,7 +494,7 @@ vectorizer_
         if self.eta0 is not None:
             self.eta0_ = float(self.eta0)
             return make_trainer(self.eta0_)
-        batches = self._epoch_batches(samples, rng)
+        batches = samples.epoch_batches(self.batch_size, self.shuffle, rng)
         sample = batches[:-(-self.calibration_samples // self.batch_size)]
         with single_threaded_blas():
             self.eta0_, self.calibration_log_ = calibrate_learning_rate(

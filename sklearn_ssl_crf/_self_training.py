@@ -74,6 +74,8 @@ class SelfTrainingCRF(SemiSupervisedPath):
         As in `CRF`.
     constraints : 'auto', None, str or dict, default='auto'
         As in `CRF`.
+    class_weight : dict, 'balanced' or None, default=None
+        As in `CRF`.
     verbose : bool, default=False
         As in `CRF`.
     n_jobs : int, default=None
@@ -99,7 +101,8 @@ class SelfTrainingCRF(SemiSupervisedPath):
     best_params_, validation_scores_, cv_results_
         As in `EntropyRegularizedCRF`, per round.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, allowed_transitions_, constraints_, state_features_, \
+trigram_weights_, skip_weights_, allowed_transitions_, constraints_, class_weight_, \
+state_features_, \
 transition_features_, size_, \
 vectorizer_
         As in `CRF`.
@@ -150,6 +153,7 @@ vectorizer_
         all_possible_states=True,
         all_possible_transitions=True,
         constraints="auto",
+        class_weight=None,
         verbose=False,
         n_jobs=None,
     ):
@@ -159,7 +163,8 @@ vectorizer_
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
-            constraints=constraints, verbose=verbose, n_jobs=n_jobs,
+            constraints=constraints, class_weight=class_weight, verbose=verbose,
+            n_jobs=n_jobs,
         )
         self.max_rounds = max_rounds
         self.cv = cv
@@ -170,7 +175,7 @@ vectorizer_
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None):
+    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None, sample_weight=None):
         """Train by self-training, choosing the settings not given.
 
         Parameters
@@ -188,23 +193,26 @@ vectorizer_
             A development set on which the settings are chosen instead of by
             cross-validation; the round with the best dev score is kept.
 
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Weight of each sequence of X in the labelled likelihood, as in `CRF`.
+
         Returns
         -------
         self : SelfTrainingCRF
             The fitted estimator.
         """
-        return self._fit_path(X, y, X_unlabeled, X_dev, y_dev)
+        return self._fit_path(X, y, X_unlabeled, X_dev, y_dev, sample_weight)
 
     def _max_phase_iterations(self):
         return self.max_rounds
 
-    def _prepare(self, X, y, X_unlabeled):
+    def _prepare(self, X, y, X_unlabeled, sample_weight=None):
         sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
             X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
         unlabelled = unlabelled_sequences(sequences, labelled)
         # Parts laid end to end: the unlabelled sequences of X, then the stream's blocks.
         parts = [sequences[unlabelled], *streamed]
-        problem = self._labelled_problem(sequences, labelled, codes, y)
+        problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight)
         del sequences, streamed
         # Chunked once, so that a cluster's workers receive them once per fit. (Chunking
         # empties the list of parts it is given, hence the copy.)
@@ -230,8 +238,13 @@ vectorizer_
                 reason, message = stopped or (reason, message)
                 break
             pseudo, round_ = labels, round_ + 1
+            weights = fold.extra["labelled_weights"]
+            if weights is not None:
+                # Pseudo-labelled sequences weigh 1.
+                weights = np.concatenate([weights, np.ones(sum(map(len, parts)))])
             data = self._chunked([fold.extra["labelled_sequences"], *parts],
-                                 np.concatenate([fold.extra["labelled_codes"], pseudo]))
+                                 np.concatenate([fold.extra["labelled_codes"], pseudo]),
+                                 weights=weights)
             result = self._minimize(self._supervised_objective(replace(fold, labelled=data)),
                                     theta, c1=fold.c1)
             theta, n_iter = result.x, result.n_iter

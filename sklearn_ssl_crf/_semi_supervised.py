@@ -120,6 +120,8 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
         As in `CRF`.
     constraints : 'auto', None, str or dict, default='auto'
         As in `CRF`.
+    class_weight : dict, 'balanced' or None, default=None
+        As in `CRF`.
     verbose : bool, default=False
         As in `CRF`.
     n_jobs : int, default=None
@@ -161,7 +163,8 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
     target_proportions_ : ndarray of shape (n_labels,)
         ``pi``, in the order of ``classes_``.
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
-trigram_weights_, skip_weights_, allowed_transitions_, constraints_, state_features_, \
+trigram_weights_, skip_weights_, allowed_transitions_, constraints_, class_weight_, \
+state_features_, \
 transition_features_, size_, \
 vectorizer_
         As in `CRF`.
@@ -224,6 +227,7 @@ vectorizer_
         all_possible_states=True,
         all_possible_transitions=True,
         constraints="auto",
+        class_weight=None,
         verbose=False,
         n_jobs=None,
     ):
@@ -233,7 +237,8 @@ vectorizer_
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
-            constraints=constraints, verbose=verbose, n_jobs=n_jobs,
+            constraints=constraints, class_weight=class_weight, verbose=verbose,
+            n_jobs=n_jobs,
         )
         self.gamma = gamma
         self.proportion_weight = proportion_weight
@@ -248,7 +253,7 @@ vectorizer_
         self.semi_supervised_iterations = semi_supervised_iterations
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None):
+    def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None, sample_weight=None):
         """Train on labelled and unlabelled sequences, choosing the settings not given.
 
         Parameters
@@ -267,18 +272,20 @@ vectorizer_
             A development set on which the settings are chosen instead of by
             cross-validation; the iterate with the best dev score is kept (never worse
             than the supervised start).
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Weight of each sequence of X in the labelled likelihood, as in `CRF`.
 
         Returns
         -------
         self : EntropyRegularizedCRF
             The fitted estimator.
         """
-        return self._fit_path(X, y, X_unlabeled, X_dev, y_dev)
+        return self._fit_path(X, y, X_unlabeled, X_dev, y_dev, sample_weight)
 
     def _max_phase_iterations(self):
         return self.semi_supervised_iterations
 
-    def _prepare(self, X, y, X_unlabeled):
+    def _prepare(self, X, y, X_unlabeled, sample_weight=None):
         sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
             X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
         if self.order == 2 and self.entropy_gradient == "covariance":
@@ -289,7 +296,7 @@ vectorizer_
         unlabelled = unlabelled_sequences(sequences, labelled)
         # The chunks take the blocks from the list, freeing each once packed.
         streamed.insert(0, sequences[unlabelled])
-        problem = self._labelled_problem(sequences, labelled, codes, y)
+        problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight)
         del sequences
         problem.extra["unlabelled"] = self._chunked(streamed)
         return problem
@@ -388,6 +395,8 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
         As in `EntropyRegularizedCRF`.
     constraints : 'auto', None, str or dict, default='auto'
         As in `EntropyRegularizedCRF`.
+    class_weight : dict, 'balanced' or None, default=None
+        As in `EntropyRegularizedCRF`.
     verbose : bool, default=False
         As in `EntropyRegularizedCRF`.
     n_jobs : int, default=None
@@ -398,7 +407,8 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
     best_params_, best_iteration_, n_iter_, validation_scores_, cv_results_, \
 training_log_, target_proportions_, classes_, attributes_, num_attributes_, \
 state_weights_, transition_weights_, trigram_weights_, skip_weights_, \
-allowed_transitions_, constraints_, state_features_, \
+allowed_transitions_, constraints_, class_weight_, \
+state_features_, \
 transition_features_, size_, termination_condition_, vectorizer_
         As in `EntropyRegularizedCRF`.
 
@@ -447,6 +457,7 @@ transition_features_, size_, termination_condition_, vectorizer_
         all_possible_states=True,
         all_possible_transitions=True,
         constraints="auto",
+        class_weight=None,
         verbose=False,
         n_jobs=None,
     ):
@@ -461,7 +472,8 @@ transition_features_, size_, termination_condition_, vectorizer_
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
-            constraints=constraints, verbose=verbose, n_jobs=n_jobs,
+            constraints=constraints, class_weight=class_weight, verbose=verbose,
+            n_jobs=n_jobs,
         )
 
 

@@ -10,7 +10,7 @@ from ._crf import _label_cooccurrence
 from ._parameters import WeightLayout, seen_structure, transition_masks
 from .inference import Workspace, chain_statistics
 from .objective import LabelProportionPenalty
-from .objective._potentials import clamp_unary
+from .objective._potentials import clamp_unary, cost_augmented
 from .objective._weights import add_unlabelled_terms, chunk_log_likelihood
 from .parallel import PackedSequences, transition_counts
 
@@ -38,8 +38,10 @@ class _Samples:
     """
 
     def __init__(self, sequences, n_labelled, codes, n_labels, gamma, proportion_weight,
-                 target, prepared=None, order=1):
+                 target, prepared=None, order=1, weights=None, label_costs=None):
         self.sequences, self.n_labelled, self.codes = sequences, n_labelled, codes
+        # The labelled sequences' weights (None: all 1) and the labels' costs (None: none).
+        self.weights, self.label_costs = weights, label_costs
         self.order = order
         # The trainer's transition rows, raveled, are this layout's parameters (no W).
         self.transition_layout = WeightLayout(0, n_labels, order=order)
@@ -100,15 +102,17 @@ class _Samples:
         columns, local = _local_matrix(self.sequences.matrix[first:stop])
         n_labels = self.n_labels
         labels = self.codes[first:stop]
+        weight = 1.0 if self.weights is None else float(self.weights[i])
+        margins = (None if self.label_costs is None
+                   else np.where(labels >= 0, self.label_costs[labels], 0.0))
         if (labels < 0).any():
-            # Some labels unknown: the gold entries are the known labels themselves (-1
-            # elsewhere), read by `_sequence_gradient`'s clamped pass.
-            return columns, local, local.T.tocsr(), labels, None, None
+            # Some labels unknown: the clamped pass of `_sequence_gradient` reads them.
+            return columns, local, local.T.tocsr(), labels, None, None, weight, margins
         gold = np.arange(labels.size) * n_labels + labels
         all_counts = transition_counts(labels, np.array([labels.size]), n_labels, self.order)
         entries = np.flatnonzero(all_counts)
-        return (columns, local, local.T.tocsr(), gold, entries,
-                all_counts.ravel()[entries].astype(np.float64))
+        return (columns, local, local.T.tocsr(), labels, entries,
+                all_counts.ravel()[entries].astype(np.float64), weight, margins, gold)
 
     def _prepare_batch(self, batch):
         """Attributes of the sequences ``batch``, and its labelled and unlabelled sequences
@@ -122,11 +126,30 @@ class _Samples:
         if labelled.size:
             offsets = self.sequences.offsets
             labels = np.concatenate([self.codes[offsets[i]:offsets[i + 1]] for i in labelled])
-            labelled_packed = PackedSequences(local[:split], part.lengths[:labelled.size],
-                                              labels, self.n_labels, order=self.order)
+            labelled_packed = PackedSequences(
+                local[:split], part.lengths[:labelled.size], labels, self.n_labels,
+                order=self.order, weights=None if self.weights is None else self.weights[labelled],
+                label_costs=self.label_costs)
         if unlabelled.size:
             unlabelled_packed = PackedSequences(local[split:], part.lengths[labelled.size:])
         return columns, labelled_packed, unlabelled_packed
+
+    def epoch_batches(self, batch_size, shuffle, rng):
+        """The batches of one epoch, in order. Single sequences come in a new random order
+        at every epoch (with ``shuffle``). Larger batches are drawn once, from sequences of
+        similar length (their forward-backward then wastes no steps on short chains), and
+        come in a new random order at every epoch: a batch keeps its composition, so its
+        local feature matrices are built once."""
+        n = self.n_samples
+        if batch_size == 1:
+            return (rng.permutation(n) if shuffle else np.arange(n)).reshape(-1, 1)
+        if self.batches is None:
+            order = (np.lexsort((rng.random(n), self.sequences.lengths)) if shuffle
+                     else np.arange(n))
+            self.batches = np.array_split(order, range(batch_size, n, batch_size))
+        if not shuffle:
+            return self.batches
+        return [self.batches[k] for k in rng.permutation(len(self.batches))]
 
     def gradient(self, trainer, batch):
         if len(batch) == 1 and batch[0] < self.n_labelled:
@@ -152,22 +175,27 @@ class _Samples:
             -1, self.n_labels)
 
     def _sequence_gradient(self, trainer, prepared):
-        columns, local, local_t, gold, entries, counts = prepared
+        columns, local, local_t, labels, entries, counts, weight, margins, *gold = prepared
         unary = local @ trainer.state_rows(columns)
         transition = self._potentials(trainer)
-        log_z, d_unary, d_transition = chain_statistics(unary, transition)
+        # The partition function's potentials: with label costs, `log_likelihood`'s.
+        log_z, d_unary, d_transition = chain_statistics(
+            unary if margins is None else cost_augmented(unary, labels, margins), transition)
         if entries is None:
-            # Partially labelled (``gold`` holds the labels, -1 where unknown): the observed
-            # counts are expectations given the known labels (`log_likelihood`).
+            # Partially labelled: the observed counts are expectations given the known
+            # labels (`log_likelihood`).
             known_log_z, known_unary, known_transition = chain_statistics(
-                clamp_unary(unary, gold), transition)
+                clamp_unary(unary, labels), transition)
             loss = log_z - known_log_z
             d_unary -= known_unary
             d_transition -= known_transition
-            return loss, columns, local_t @ d_unary, self._transition_gradient(d_transition)
-        loss = log_z - unary.ravel()[gold].sum() - transition.ravel()[entries] @ counts
-        d_unary.ravel()[gold] -= 1.0
-        d_transition.ravel()[entries] -= counts
+        else:
+            gold = gold[0]
+            loss = log_z - unary.ravel()[gold].sum() - transition.ravel()[entries] @ counts
+            d_unary.ravel()[gold] -= 1.0
+            d_transition.ravel()[entries] -= counts
+        if weight != 1.0:
+            loss, d_unary, d_transition = weight * loss, weight * d_unary, weight * d_transition
         return loss, columns, local_t @ d_unary, self._transition_gradient(d_transition)
 
     def _batch_gradient(self, trainer, prepared):

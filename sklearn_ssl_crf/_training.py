@@ -41,6 +41,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._crf import CRF
 from ._parameters import WeightLayout
+from ._sample_weights import labelled_weights
 from ._selection import (
     _candidates,
     _first_best,
@@ -121,13 +122,13 @@ class SemiSupervisedPath(CRF):
 
     # -- the path ------------------------------------------------------------------------
 
-    def _fit_path(self, X, y, X_unlabeled=None, X_dev=None, y_dev=None):
+    def _fit_path(self, X, y, X_unlabeled=None, X_dev=None, y_dev=None, sample_weight=None):
         if (X_dev is None) != (y_dev is None):
             raise ValueError("give both X_dev and y_dev, or neither")
         started = time.perf_counter()
         penalties = self._penalty_candidates()
         strengths = self._strength_candidates()
-        problem = self._prepare(X, y, X_unlabeled)
+        problem = self._prepare(X, y, X_unlabeled, sample_weight)
         self._scorer = check_scoring(self.scoring, self.classes_)
         n_labelled = problem.n_labelled
         selects = len(penalties) > 1 or len(strengths) > 1 or (
@@ -202,12 +203,15 @@ class SemiSupervisedPath(CRF):
                                              iterates)
         return _Run(fold, supervised, result, iterates)
 
-    def _labelled_problem(self, sequences, labelled, codes, y):
+    def _labelled_problem(self, sequences, labelled, codes, y, sample_weight, n_given=None):
         """A `Problem` of the sequences ``labelled`` of ``sequences`` (indices), whose
-        tokens' label codes are ``codes`` (concatenated) and labels ``y[i]``."""
+        tokens' label codes are ``codes`` (concatenated), labels ``y[i]`` and weights those
+        of ``fit``'s ``sample_weight`` (one per sequence of X: the first ``n_given``
+        sequences, None: all)."""
         chosen = sequences[labelled]
+        weights = labelled_weights(sample_weight, n_given or len(sequences), labelled)
         return Problem(chosen, [list(y[i]) for i in labelled],
-                       np.split(codes, np.cumsum(chosen.lengths)[:-1]))
+                       np.split(codes, np.cumsum(chosen.lengths)[:-1]), weights)
 
     def _fold(self, problem, train):
         """The labelled sequences ``train`` (indices into the problem's) packed, and the
@@ -215,9 +219,11 @@ class SemiSupervisedPath(CRF):
         their tokens' label codes (``labelled_codes``)."""
         sequences = problem.labelled[train]
         codes = np.concatenate([problem.codes[i] for i in train])
-        labelled = self._chunked(sequences, codes)
+        weights = None if problem.weights is None else problem.weights[train]
+        labelled = self._chunked(sequences, codes, weights=weights)
         return Fold(labelled, self._weight_layout(labelled),
-                    extra={"labelled_sequences": sequences, "labelled_codes": codes})
+                    extra={"labelled_sequences": sequences, "labelled_codes": codes,
+                           "labelled_weights": weights})
 
     def _supervised_start(self, fold, theta=None, delta=None):
         """The labelled likelihood's optimum at the fold's priors (L-BFGS, OWL-QN for L1),
@@ -264,7 +270,8 @@ class SemiSupervisedPath(CRF):
                                   **{name: mask for name, mask in zip(names, masks)
                                      if not mask.all()})
             data = self._chunked(SequenceMatrix(sequences.matrix[:, attributes],
-                                                sequences.offsets), codes)
+                                                sequences.offsets), codes,
+                                 weights=fold.extra["labelled_weights"])
             index = np.concatenate([block[mask] for block, mask in zip(blocks, masks)])
             fold.extra["restricted"] = (Fold(data, layout), index.astype(np.intp) - 1)
         return fold.extra["restricted"]

@@ -30,11 +30,13 @@ class Phase:
 class Problem:
     """The training data as an estimator's `_prepare` returns it: the labelled sequences
     (a `SequenceMatrix`), their labels and label codes (one list or array per sequence),
-    and whatever the estimator keeps of its own (unlabelled chunks, a graph) in ``extra``."""
+    their weights (``sample_weight``; None: all 1), and whatever the estimator keeps of its
+    own (unlabelled chunks, a graph) in ``extra``."""
 
     labelled: object
     labels: list
     codes: list
+    weights: object = None
     extra: dict = field(default_factory=dict)
 
     @property

@@ -457,6 +457,10 @@ TWO_D_ARRAY_CHECKS = {
     "check_requires_y_none", "check_transformer_data_not_an_array",
     "check_transformer_general", "check_transformer_preserve_dtypes",
     "check_transformers_unfitted_stateless",
+    # sample_weight's checks (their sequence form: tests/test_sample_weight.py)
+    "check_all_zero_sample_weights_error", "check_sample_weight_equivalence_on_dense_data",
+    "check_sample_weights_list", "check_sample_weights_not_an_array",
+    "check_sample_weights_not_overwritten", "check_sample_weights_shape",
 }
 # Checks of that kind that pass all the same: a stateless transformer's fit ignores X, and
 # WordClusters rejects a 1-d X with the ValueError check_fit1d expects.

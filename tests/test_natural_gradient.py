@@ -426,7 +426,7 @@ def test_batches_keep_their_composition_and_cover_every_sequence_once(synthetic)
                              np.concatenate([[model.classes_.index(a) for a in s] for s in y]),
                              unlabelled_terms=False)
     rng = np.random.default_rng(0)
-    epochs = [model._epoch_batches(samples, rng) for _ in range(3)]
+    epochs = [samples.epoch_batches(model.batch_size, model.shuffle, rng) for _ in range(3)]
     lengths = samples.sequences.lengths
     for batches in epochs:
         assert np.array_equal(np.sort(np.concatenate(batches)), np.arange(len(X)))

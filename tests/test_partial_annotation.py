@@ -105,7 +105,7 @@ def test_every_label_known_gives_the_full_likelihood(order):
     assert not packed.partial
     unary = unary[packed.layout.order]
     full = log_likelihood(packed, unary, transition)
-    clamped = _partial_log_likelihood(packed, unary, transition, None)
+    clamped = _partial_log_likelihood(packed, unary, unary, transition, None)
     assert clamped[0] == pytest.approx(full[0], abs=1e-10)
     np.testing.assert_allclose(clamped[1], full[1], atol=1e-12)
     np.testing.assert_allclose(clamped[2], full[2], atol=1e-12)

@@ -416,8 +416,14 @@ class ScaledLattice:
         storage (saving an array), after which the lattice must not be used again."""
         return np.multiply(self.alpha, self.beta, out=self.beta if overwrite else None)
 
-    def edge_marginal_sum(self):
-        return self._edge_sum
+    def edge_marginal_sum(self, row_weights=None):
+        """``sum_t p(y_{t-1} = i, y_t = j | x)`` over every chain, shape (S, S); with
+        ``row_weights`` (one per packed row), each chain's edges weighted by its rows'."""
+        if row_weights is None:
+            return self._edge_sum
+        later = self.layout.later_rows
+        return self.exp_transition * ((self.previous_alpha * row_weights[later, None]).T
+                                      @ self.weighted[later])
 
     def edge_block(self, t):
         """``p(y_{t-1} = i, y_t = j | x)`` for the chains at position ``t >= 1``:
@@ -459,8 +465,10 @@ class LogSpaceLattice:
     def node_marginals(self, overwrite=False):
         return np.exp(self.log_alpha + self.log_beta - self.row_log_z[:, None])
 
-    def edge_marginal_sum(self):
-        return self.edge_marginals().sum(axis=0)
+    def edge_marginal_sum(self, row_weights=None):
+        if row_weights is None:
+            return self.edge_marginals().sum(axis=0)
+        return np.tensordot(row_weights[self.layout.later_rows], self.edge_marginals(), 1)
 
     def edge_block(self, t):
         rows = self.layout.block(t)

@@ -222,22 +222,24 @@ class RestrictedPairLattice:
         """``p(y_t = s | x)`` of every row, shape (n_rows, S)."""
         return self.node.T.copy()
 
-    def edge_marginal_sum(self):
-        """Expected counts of the transition potentials, shape (S + 1, S, S)."""
+    def edge_marginal_sum(self, row_weights=None):
+        """Expected counts of the transition potentials, shape (S + 1, S, S); with
+        ``row_weights`` (one per packed row), each chain's weighted by its rows'."""
         layout, s = self.layout, self.structure
         n_labels = s.n_labels
         counts = np.zeros((n_labels + 1, n_labels, n_labels))
         if layout.max_length < 2:
             return counts
+        weighted = self.weighted if row_weights is None else self.weighted * row_weights
         size = layout.batch_sizes[1]
         starts = s.starts
         counts[n_labels, s.first[starts], s.second[starts]] = self.start_step * np.einsum(
             "pr,pr->p", self.node_alpha[s.first[starts], :size],
-            self.weighted[starts, layout.block(1)])
+            weighted[starts, layout.block(1)])
         if layout.max_length > 2:
             later = slice(layout.block_starts[2], layout.n_rows)
             previous = layout.previous_rows[later.start - layout.later_rows.start:]
-            sums = s.triple_sums(self.alpha, previous, self.weighted[:, later])
+            sums = s.triple_sums(self.alpha, previous, weighted[:, later])
             counts[s.triples] = self.triple_step * sums
         return counts
 

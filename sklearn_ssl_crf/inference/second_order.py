@@ -174,9 +174,13 @@ class PairLattice:
         rows = self.layout.block(t, size)
         return self.alpha[rows] * self.beta[rows].transpose(0, 2, 1)
 
-    def edge_marginal_sum(self):
-        """Expected counts of the transition potentials, shape (S + 1, S, S)."""
-        return _as_transition_terms(*self._transition_sums(self.alpha, self.weighted))
+    def edge_marginal_sum(self, row_weights=None):
+        """Expected counts of the transition potentials, shape (S + 1, S, S); with
+        ``row_weights`` (one per packed row), each chain's weighted by its rows'."""
+        ahead = self.weighted
+        if row_weights is not None:
+            ahead = ahead * row_weights[:, None, None]
+        return _as_transition_terms(*self._transition_sums(self.alpha, ahead))
 
     def _transition_sums(self, previous, ahead, steps=None):
         """``sum_t _pair_counts(previous[t - 1], ahead[t], step)`` over the positions into 1
@@ -246,11 +250,15 @@ class LogSpacePairLattice:
                  - self.row_log_z[rows, None, None]).transpose(0, 2, 1)
         return np.exp(previous[:, :, :, None] + self.log_steps[t > 1] + ahead[:, :, None, :])
 
-    def edge_marginal_sum(self):
+    def edge_marginal_sum(self, row_weights=None):
         n_labels = self.unary.shape[1]
         sums = [np.zeros((n_labels,) * 3), np.zeros((n_labels,) * 3)]
         for t in range(1, self.layout.max_length):
-            sums[t > 1] += self.triple_block(t).sum(axis=0)
+            if row_weights is None:
+                sums[t > 1] += self.triple_block(t).sum(axis=0)
+            else:
+                sums[t > 1] += np.tensordot(row_weights[self.layout.block(t)],
+                                            self.triple_block(t), 1)
         return _as_transition_terms(*sums)
 
 

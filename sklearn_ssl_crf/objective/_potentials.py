@@ -17,7 +17,11 @@ def log_likelihood(packed, unary, transition, workspace=None):
     counts minus their expectations under the model (one forward-backward pass). Where some
     labels are unknown (label -1, partial annotation), a sequence's likelihood is that of
     its known labels, summed over every labelling of the others, and the observed counts
-    become their expectations given the known labels (a second, clamped pass).
+    become their expectations given the known labels (a second, clamped pass). With
+    ``packed.weights`` each sequence's term is weighted (``sample_weight``); with
+    ``packed.margins`` a wrong label of a token adds its gold label's cost to the partition
+    function's potentials (softmax-margin, Gimpel & Smith 2010: ``class_weight``), so that
+    the model must score the gold labels of costly tokens higher by that margin.
 
     Parameters
     ----------
@@ -33,7 +37,7 @@ def log_likelihood(packed, unary, transition, workspace=None):
     Returns
     -------
     value : float
-        ``sum_i log p(y_i | x_i)``.
+        ``sum_i w_i log p(y_i | x_i)`` (all ``w_i`` 1 without weights).
     d_unary : ndarray of shape (n_tokens, S)
         Observed label indicators minus node marginals (a work array of ``workspace``,
         overwritten by its next use).
@@ -58,18 +62,41 @@ def log_likelihood(packed, unary, transition, workspace=None):
     >>> bool(np.isclose(value, 3 * np.log(0.5)))                # 3 tokens, 2 labels
     True
     """
+    partition_unary = (unary if packed.margins is None
+                       else cost_augmented(unary, packed.labels, packed.margins))
     if packed.partial:
-        return _partial_log_likelihood(packed, unary, transition, workspace)
-    lattice = chain_lattice(unary, transition, packed.layout, workspace)
-    d_transition = packed.transition_counts - lattice.edge_marginal_sum()
+        return _partial_log_likelihood(packed, unary, partition_unary, transition, workspace)
+    row_weights = packed.row_weights
+    lattice = chain_lattice(partition_unary, transition, packed.layout, workspace)
+    d_transition = packed.transition_counts - lattice.edge_marginal_sum(row_weights)
     d_unary = lattice.node_marginals(overwrite=True)
     np.negative(d_unary, out=d_unary)
     gold = packed.label_index
     d_unary.reshape(-1)[gold] += 1.0
+    gold_unary = unary.reshape(-1)[gold]
+    if row_weights is not None:
+        d_unary *= row_weights[:, None]
+        gold_unary = gold_unary * row_weights
     seen = packed.transition_counts != 0   # the others may be -inf (not allowed)
-    gold_score = (unary.reshape(-1)[gold].sum()
-                  + packed.transition_counts[seen] @ transition[seen])
-    return gold_score - lattice.log_z.sum(), d_unary, d_transition
+    gold_score = gold_unary.sum() + packed.transition_counts[seen] @ transition[seen]
+    return gold_score - _weighted_sum(lattice.log_z, packed), d_unary, d_transition
+
+
+def _weighted_sum(per_sequence, packed):
+    """``sum_i w_i * per_sequence[i]`` (input order)."""
+    return float(per_sequence.sum() if packed.weights is None
+                 else per_sequence @ packed.weights)
+
+
+def cost_augmented(unary, labels, margins):
+    """The unary potentials with every wrong label of a token raised by the token's margin
+    (the cost of mislabelling it, `PackedSequences.margins`); gold labels keep theirs, and
+    tokens of unknown label (-1) have margin 0."""
+    augmented = unary + margins[:, None]
+    known = np.flatnonzero(labels >= 0)
+    gold = known * unary.shape[1] + labels[known]
+    augmented.reshape(-1)[gold] = unary.reshape(-1)[gold]
+    return augmented
 
 
 def clamp_unary(unary, labels):
@@ -83,11 +110,12 @@ def clamp_unary(unary, labels):
     return clamped
 
 
-def _partial_log_likelihood(packed, unary, transition, workspace):
+def _partial_log_likelihood(packed, unary, partition_unary, transition, workspace):
     """`log_likelihood` where some labels are unknown (Tsuboi et al. 2008): each
     sequence's ``log sum_{y consistent with its known labels} p(y | x)``, the log partition
-    function of the lattice clamped to the known labels minus the free one's; the gradient
-    is the clamped lattice's marginals minus the free ones'."""
+    function of the lattice clamped to the known labels minus the free one's (over
+    ``partition_unary``: with label costs, `cost_augmented`); the gradient is the clamped
+    lattice's marginals minus the free ones'."""
     clamped = clamp_unary(unary, packed.labels)
     # Its own work arrays: the free lattice below reuses the workspace's.
     clamped_lattice = chain_lattice(clamped, transition, packed.layout)
@@ -99,12 +127,15 @@ def _partial_log_likelihood(packed, unary, transition, workspace):
             "the allowed label pairs holds (order 2 with all_possible_transitions=False "
             "allows only the pairs seen among known labels): set "
             "all_possible_transitions=True")
-    d_transition = clamped_lattice.edge_marginal_sum().copy()
+    row_weights = packed.row_weights
+    d_transition = clamped_lattice.edge_marginal_sum(row_weights).copy()
     d_unary = clamped_lattice.node_marginals(overwrite=True)
-    lattice = chain_lattice(unary, transition, packed.layout, workspace)
-    d_transition -= lattice.edge_marginal_sum()
+    lattice = chain_lattice(partition_unary, transition, packed.layout, workspace)
+    d_transition -= lattice.edge_marginal_sum(row_weights)
     d_unary -= lattice.node_marginals()
-    return float(clamped_log_z.sum() - lattice.log_z.sum()), d_unary, d_transition
+    if row_weights is not None:
+        d_unary *= row_weights[:, None]
+    return _weighted_sum(clamped_log_z - lattice.log_z, packed), d_unary, d_transition
 
 
 def log_partition(packed, unary, transition, workspace=None):

@@ -52,6 +52,10 @@ class ChunkedSequences:
         None: `CHUNK_TOKENS`.
     order : {1, 2}, default=1
         Order of the chains (`PackedSequences`).
+    weights : ndarray of shape (n_sequences,), default=None
+        Weight of each sequence's likelihood (`PackedSequences`).
+    label_costs : ndarray of shape (n_labels,), default=None
+        The cost of mislabelling a token of each label (`PackedSequences`).
 
     Attributes
     ----------
@@ -59,7 +63,7 @@ class ChunkedSequences:
     """
 
     def __init__(self, sequences, labels=None, n_labels=None, groups=None, n_groups=None,
-                 n_jobs=None, chunk_tokens=None, order=1):
+                 n_jobs=None, chunk_tokens=None, order=1, weights=None, label_costs=None):
         parts = sequences if isinstance(sequences, list) else [sequences]
         lengths = np.concatenate([np.zeros(0, dtype=np.int64)]
                                  + [part.lengths for part in parts])
@@ -79,6 +83,7 @@ class ChunkedSequences:
                 rows_of(rows), lengths[first:stop],
                 None if labels is None else labels[rows], n_labels,
                 None if groups is None else groups[rows], n_groups, order,
+                None if weights is None else weights[first:stop], label_costs,
             )
             # Written and mapped as soon as packed: one chunk at a time is in memory, so
             # the freed chunks do not leave the corpus's size of heap behind.

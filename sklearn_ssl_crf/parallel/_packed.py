@@ -27,6 +27,12 @@ class PackedSequences:
         Needed with ``groups``.
     order : {1, 2}, default=1
         Order of the chains, for ``transition_counts``.
+    weights : ndarray of shape (n_sequences,), default=None
+        Weight of each sequence's likelihood (``sample_weight``); None: all 1.
+    label_costs : ndarray of shape (n_labels,), default=None
+        With ``labels``: the cost of mislabelling a token of each gold label, in nats
+        (``class_weight``'s logarithms), added to every wrong label's potential in the
+        likelihood's partition function (softmax-margin); None: none.
 
     Attributes
     ----------
@@ -44,6 +50,12 @@ class PackedSequences:
     label_index : ndarray of int64 or None
         Index of every token's label in a raveled (n_tokens, n_labels) array; None when
         some labels are unknown.
+    weights, row_weights : ndarray or None
+        The sequences' weights (input order) and each packed row's sequence's weight; None
+        when every weight is 1.
+    margins : ndarray of shape (n_tokens,) or None
+        Each packed token's cost of a wrong label (``label_costs`` of its gold label; 0
+        where unknown); None without costs.
     group_matrix : scipy.sparse.csr_matrix of shape (n_groups, n_tokens) or None
         Indicator of each packed token's group (`group_indicator`).
     kept : dict
@@ -51,7 +63,7 @@ class PackedSequences:
     """
 
     def __init__(self, matrix, lengths, labels=None, n_labels=None, groups=None,
-                 n_groups=None, order=1):
+                 n_groups=None, order=1, weights=None, label_costs=None):
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.layout = ChainLayout(self.lengths)
         self.matrix = matrix[self.layout.order]
@@ -61,13 +73,20 @@ class PackedSequences:
         values = self.matrix.data
         if values.dtype == np.float64 and np.array_equal(values.astype(np.float32), values):
             self.matrix.data = values.astype(np.float32)
-        self.labels = self.transition_counts = self.label_index = None
+        self.weights = self.row_weights = None
+        if weights is not None and not np.all(weights == 1.0):
+            self.weights = np.asarray(weights, dtype=np.float64)
+            self.row_weights = self.weights[self.layout.sequence_order][self.layout.row_slots]
+        self.labels = self.transition_counts = self.label_index = self.margins = None
         self.partial = False
         if labels is not None:
             labels = np.asarray(labels, dtype=np.int64)
             self.labels = labels[self.layout.order]
-            self.transition_counts = transition_counts(labels, self.lengths, n_labels, order)
+            self.transition_counts = transition_counts(labels, self.lengths, n_labels, order,
+                                                       self.weights)
             self.partial = bool((labels < 0).any())
+            if label_costs is not None and np.any(label_costs != 0):
+                self.margins = np.where(self.labels >= 0, label_costs[self.labels], 0.0)
             if not self.partial:
                 self.label_index = np.arange(self.labels.size) * n_labels + self.labels
         self.group_matrix = None
@@ -118,24 +137,27 @@ class PackedSequences:
         return values
 
 
-def transition_counts(labels, lengths, n_labels, order=1):
+def transition_counts(labels, lengths, n_labels, order=1, weights=None):
     """Counts of each transition potential's entry in labelled sequences laid end to end:
     shape (n_labels, n_labels) at order 1, (n_labels + 1, n_labels, n_labels) at order 2
-    (`inference.second_order`)."""
+    (`inference.second_order`); with ``weights`` (one per sequence), weighted counts."""
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[lengths > 0]
     # position[k]: position of token k in its sequence
     position = np.arange(labels.size) - np.repeat(starts, lengths[lengths > 0])
     # Entries with an unknown label (-1) are not counted.
     later = np.flatnonzero(position >= 1)
     later = later[(labels[later] >= 0) & (labels[later - 1] >= 0)]
+    token_weights = None if weights is None else np.repeat(weights, lengths)
     if order == 1:
         entries = labels[later - 1] * n_labels + labels[later]
-        return np.bincount(entries, minlength=n_labels ** 2).reshape(n_labels, n_labels)
+        return np.bincount(entries, None if weights is None else token_weights[later],
+                           minlength=n_labels ** 2).reshape(n_labels, n_labels)
     # y_{t-2}, with the start (index n_labels) at position 1
     before = np.where(position[later] >= 2, labels[np.maximum(later - 2, 0)], n_labels)
     later, before = later[before >= 0], before[before >= 0]
     entries = (before * n_labels + labels[later - 1]) * n_labels + labels[later]
-    return np.bincount(entries, minlength=(n_labels + 1) * n_labels ** 2).reshape(
+    return np.bincount(entries, None if weights is None else token_weights[later],
+                       minlength=(n_labels + 1) * n_labels ** 2).reshape(
         n_labels + 1, n_labels, n_labels)
 
 
