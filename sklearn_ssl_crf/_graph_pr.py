@@ -153,6 +153,14 @@ class GraphPRCRF(SemiSupervisedPath):
         As in `CRF`.
     class_weight : dict, 'balanced' or None, default=None
         As in `CRF`.
+    init : CRF or None, default=None
+        A fitted model (a `CRF`, or one read from a CRFsuite file by `load`) whose weights
+        are the supervised start instead of training one: the semi-supervised phase then
+        improves a tagger you have. Its labels must be those of y; attributes are matched
+        by name (those new in this data start at 0). 'auto' ``c1`` and ``c2`` take its
+        values (a CRFsuite file keeps none: give them). Held-out scores choose the rest as
+        usual: give ``X_dev, y_dev`` that ``init`` was not trained on, or fixed settings,
+        since cross-validation folds would score it on sequences it was trained on.
     verbose : bool, default=False
         As in `CRF`; also prints one line per EM iteration.
     n_jobs : int, default=None
@@ -220,6 +228,7 @@ vectorizer_
 
     _parameter_constraints = {
         **SemiSupervisedPath._parameter_constraints,
+        "init": "no_validation",
         "graph": [StrOptions({"trigram", "knn"}), SimilarityGraph],
         "n_neighbors": [Interval(Integral, 1, None, closed="left"), None],
         "word_key": [str],
@@ -269,6 +278,7 @@ vectorizer_
         all_possible_transitions=True,
         constraints="auto",
         class_weight=None,
+        init=None,
         verbose=False,
         n_jobs=None,
     ):
@@ -281,6 +291,7 @@ vectorizer_
             constraints=constraints, class_weight=class_weight, verbose=verbose,
             n_jobs=n_jobs,
         )
+        self.init = init
         self.graph = graph
         self.n_neighbors = n_neighbors
         self.word_key = word_key

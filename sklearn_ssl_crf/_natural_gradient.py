@@ -15,11 +15,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseCRF, unlabelled_sequences
 from ._crf import _check_dev_pair
+from ._init_weights import init_vector
 from ._parameters import WeightLayout
 from ._sample_weights import labelled_weights
 from ._selection import _BestEpoch
 from ._semi_supervised import target_proportions
-from ._stochastic import _Samples
+from ._stochastic import _Samples, union_masks
 from ._threads import single_threaded_blas
 from ._validation import (
     as_sequence_list,
@@ -114,6 +115,8 @@ class NaturalGradientCRF(BaseCRF):
         As in `CRF`; with `partial_fit`, resolved on the first call's labelled sequences.
     class_weight : dict, 'balanced' or None, default=None
         As in `CRF`.
+    init : CRF or None, default=None
+        As in `EntropyRegularizedCRF`: its weights replace the supervised phase (``fit``).
     verbose : bool, default=False
         Print the calibration trials and, per epoch, the loss (and dev scores when given).
 
@@ -193,6 +196,7 @@ vectorizer_
         "all_possible_transitions": ["boolean"],
         "constraints": [StrOptions({"auto", "bio", "iob2", "iobes", "bilou"}), dict, None],
         "class_weight": [StrOptions({"balanced"}), dict, None],
+        "init": "no_validation",
         "verbose": ["verbose"],
     }
 
@@ -223,6 +227,7 @@ vectorizer_
         all_possible_transitions=True,
         constraints="auto",
         class_weight=None,
+        init=None,
         verbose=False,
     ):
         self.update = update
@@ -250,6 +255,7 @@ vectorizer_
         self.all_possible_transitions = all_possible_transitions
         self.constraints = constraints
         self.class_weight = class_weight
+        self.init = init
         self.verbose = verbose
 
     # -- training ------------------------------------------------------------------------
@@ -314,6 +320,11 @@ vectorizer_
         # The trainer's (W, T) laid end to end are this layout's parameter vector.
         layout = WeightLayout(self.num_attributes_, len(self.classes_), order=self.order,
                               allowed=allowed)
+        if self.init is not None:  # its weights replace the supervised phase
+            theta = init_vector(self.init, layout, self.attributes_, self.classes_)
+            split = np.split(theta, [self.num_attributes_ * len(self.classes_)])  # W, then T
+            trainer.set_weights(*(part.reshape(-1, len(self.classes_)) for part in split))
+            phases = phases[1:]
         callback, kept = None, _BestEpoch(has_spans(self.classes_))
         if X_dev is not None:
             scorer = self._dev_scorer(X_dev, y_dev, layout)
@@ -356,7 +367,9 @@ vectorizer_
         self._set_weights(trainer, allowed)
         self.training_log_ = log
         self.n_iter_ = n_iter
-        self._set_termination(result.termination_condition, result.message, "max_iterations")
+        stop = ((result.termination_condition, result.message) if phases
+                else ("init", "the model is init's, not trained here"))
+        self._set_termination(*stop, "max_iterations")
         return self
 
     def partial_fit(self, X, y, classes=None, X_unlabeled=None, sample_weight=None):
@@ -426,8 +439,8 @@ vectorizer_
         if not self.all_possible_states or not self.all_possible_transitions:
             state_mask, transition_mask = samples.weight_masks(
                 self.all_possible_states, self.all_possible_transitions)
-            trainer.state_mask = _union(trainer.state_mask, state_mask)
-            trainer.transition_mask = _union(trainer.transition_mask, transition_mask)
+            trainer.state_mask = union_masks(trainer.state_mask, state_mask)
+            trainer.transition_mask = union_masks(trainer.transition_mask, transition_mask)
         batches = samples.epoch_batches(self.batch_size, self.shuffle, self._rng)
         with single_threaded_blas():
             loss = sgd_epoch(trainer, samples.gradient, batches)
@@ -515,9 +528,3 @@ vectorizer_
         layout = WeightLayout(0, len(self.classes_), order=self.order)
         self._set_weight_blocks([state, *layout.blocks(transition.ravel())[1:]], allowed)
 
-
-def _union(mask, new):
-    # Same shapes: the trainer has grown its mask to the vocabulary the new one is built on.
-    if mask is None or new is None:
-        return new if mask is None else mask
-    return mask | new

@@ -4,9 +4,10 @@
 """
 
 import copy
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
+from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
 
 
@@ -91,6 +92,34 @@ def _candidates(name, value, auto):
                              f"list of non-negative numbers to choose from; got {value!r}")
         return tuple(float(v) for v in value)
     return (value,)
+
+
+def held_out_splits(labels, cv, random_state=None):
+    """(train, held) index pairs of the labelled sequences, whose label sequences are
+    ``labels``: ``cv`` (an int) folds that spread the copies of each label sequence over
+    different folds (`spread_folds`), or the user's splitter, given the label sequences'
+    ids as its ``y``. Only fully labelled sequences are held out (a score needs every
+    label); partially labelled ones are in every fold's training part."""
+    complete = np.array([i for i, sequence in enumerate(labels)
+                         if all(label is not None for label in sequence)], dtype=np.intp)
+    partial = np.setdiff1d(np.arange(len(labels)), complete)
+    what = "fully labelled sequences" if partial.size else "labelled sequences"
+    n_labelled = complete.size
+    ids = _label_sequence_ids([labels[i] for i in complete])
+    if isinstance(cv, Integral):
+        if cv < 2:
+            raise ValueError(f"cv must be at least 2 folds, got {cv}")
+        if cv > n_labelled:
+            raise ValueError(f"cv={cv} folds need at least {cv} {what}, but there are "
+                             f"{n_labelled}: lower cv, or give X_dev, y_dev")
+        splits = spread_folds(ids, cv, random_state)
+    else:
+        splits = list(check_cv(cv).split(np.zeros((n_labelled, 1)), ids))
+    for train, held in splits:
+        if len(train) == 0 or len(held) == 0:
+            raise ValueError(f"every cv split needs {what} on both sides")
+    return [(np.sort(np.concatenate([complete[train], partial])), complete[held])
+            for train, held in splits]
 
 
 def spread_folds(ids, n_folds, random_state=None):

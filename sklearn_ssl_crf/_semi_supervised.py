@@ -122,6 +122,14 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
         As in `CRF`.
     class_weight : dict, 'balanced' or None, default=None
         As in `CRF`.
+    init : CRF or None, default=None
+        A fitted model (a `CRF`, or one read from a CRFsuite file by `load`) whose weights
+        are the supervised start instead of training one: the semi-supervised phase then
+        improves a tagger you have. Its labels must be those of y; attributes are matched
+        by name (those new in this data start at 0). 'auto' ``c1`` and ``c2`` take its
+        values (a CRFsuite file keeps none: give them). Held-out scores choose the rest as
+        usual: give ``X_dev, y_dev`` that ``init`` was not trained on, or fixed settings,
+        since cross-validation folds would score it on sequences it was trained on.
     verbose : bool, default=False
         As in `CRF`.
     n_jobs : int, default=None
@@ -198,6 +206,7 @@ vectorizer_
         "proportion_weight": SELECTABLE,
         "label_proportions": [dict, None],
         "entropy_gradient": [StrOptions({"lattice", "covariance"})],
+        "init": "no_validation",
     }
 
     def __init__(
@@ -228,6 +237,7 @@ vectorizer_
         all_possible_transitions=True,
         constraints="auto",
         class_weight=None,
+        init=None,
         verbose=False,
         n_jobs=None,
     ):
@@ -240,6 +250,7 @@ vectorizer_
             constraints=constraints, class_weight=class_weight, verbose=verbose,
             n_jobs=n_jobs,
         )
+        self.init = init
         self.gamma = gamma
         self.proportion_weight = proportion_weight
         self.label_proportions = label_proportions
@@ -397,6 +408,8 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
         As in `EntropyRegularizedCRF`.
     class_weight : dict, 'balanced' or None, default=None
         As in `EntropyRegularizedCRF`.
+    init : CRF or None, default=None
+        As in `EntropyRegularizedCRF`.
     verbose : bool, default=False
         As in `EntropyRegularizedCRF`.
     n_jobs : int, default=None
@@ -458,6 +471,7 @@ transition_features_, size_, termination_condition_, vectorizer_
         all_possible_transitions=True,
         constraints="auto",
         class_weight=None,
+        init=None,
         verbose=False,
         n_jobs=None,
     ):
@@ -472,8 +486,8 @@ transition_features_, size_, termination_condition_, vectorizer_
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
-            constraints=constraints, class_weight=class_weight, verbose=verbose,
-            n_jobs=n_jobs,
+            constraints=constraints, class_weight=class_weight, init=init,
+            verbose=verbose, n_jobs=n_jobs,
         )
 
 

@@ -234,3 +234,11 @@ class _Samples:
         running_sums = self._label_mass * (n_tokens / self._token_mass)
         return LabelProportionPenalty(self.target, n_tokens).value_and_gradient(
             running_sums[None, :])
+
+
+def union_masks(mask, new):
+    """The entries allowed by either weight mask (None: all)."""
+    # Same shapes: the trainer has grown its mask to the vocabulary the new one is built on.
+    if mask is None or new is None:
+        return new if mask is None else mask
+    return mask | new

@@ -36,10 +36,10 @@ from numbers import Integral, Real
 import joblib
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
-from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._crf import CRF
+from ._init_weights import init_priors, init_vector
 from ._parameters import WeightLayout
 from ._sample_weights import labelled_weights
 from ._selection import (
@@ -47,17 +47,17 @@ from ._selection import (
     _first_best,
     _HeldOut,
     _Iterates,
-    _label_sequence_ids,
     _padded,
     _results,
     describe_settings,
-    spread_folds,
+    held_out_splits,
 )
 from ._sequences import SequenceMatrix
 from ._training_data import Fold, Problem, _Run
 from ._validation import check_labels
 from .metrics import check_scoring
 from .objective._weights import penalised_negative_log_likelihood
+from .optim import LBFGSResult
 from .parallel import ChunkedSequences
 
 #: The candidates of ``c1='auto'`` and ``c2='auto'``: no L1 or a little, and L2 from
@@ -235,6 +235,11 @@ class SemiSupervisedPath(CRF):
         (`_attribute_restriction`), the same iterates on a shorter vector (with few
         labelled sequences and many attributes from unlabelled text, a fraction of it),
         and puts the weights back in place."""
+        if getattr(self, "init", None) is not None:
+            return LBFGSResult(
+                x=init_vector(self.init, fold.layout, self.attributes_, self.classes_),
+                fun=float("nan"), n_iter=0, termination_condition="init",
+                message="the model is init's, not trained here")
         start = np.zeros(fold.layout.size) if theta is None else theta
         restricted, index = self._attribute_restriction(fold)
         if restricted is None or np.count_nonzero(start[index]) != np.count_nonzero(start):
@@ -391,31 +396,8 @@ class SemiSupervisedPath(CRF):
         return chosen, iterations[chosen], paths
 
     def _splits(self, labels):
-        """(train, held) index pairs of the labelled sequences, whose label sequences are
-        ``labels``: ``cv`` folds that spread the copies of each label sequence over
-        different folds (`spread_folds`), or the user's splitter, given the label sequences'
-        ids as its ``y``. Only fully labelled sequences are held out (a score needs every
-        label); partially labelled ones are in every fold's training part."""
-        complete = np.array([i for i, sequence in enumerate(labels)
-                             if all(label is not None for label in sequence)], dtype=np.intp)
-        partial = np.setdiff1d(np.arange(len(labels)), complete)
-        what = "fully labelled sequences" if partial.size else "labelled sequences"
-        n_labelled, cv = complete.size, self.cv
-        ids = _label_sequence_ids([labels[i] for i in complete])
-        if isinstance(cv, Integral):
-            if cv < 2:
-                raise ValueError(f"cv must be at least 2 folds, got {cv}")
-            if cv > n_labelled:
-                raise ValueError(f"cv={cv} folds need at least {cv} {what}, but there are "
-                                 f"{n_labelled}: lower cv, or give X_dev, y_dev")
-            splits = spread_folds(ids, cv, self.random_state)
-        else:
-            splits = list(check_cv(cv).split(np.zeros((n_labelled, 1)), ids))
-        for train, held in splits:
-            if len(train) == 0 or len(held) == 0:
-                raise ValueError(f"every cv split needs {what} on both sides")
-        return [(np.sort(np.concatenate([complete[train], partial])), complete[held])
-                for train, held in splits]
+        """(train, held) index pairs of the labelled sequences (`held_out_splits`)."""
+        return held_out_splits(labels, self.cv, self.random_state)
 
     def _held_out_fold(self, problem, held):
         return _HeldOut(problem.labelled[held], [problem.labels[i] for i in held],
@@ -442,9 +424,17 @@ class SemiSupervisedPath(CRF):
         strong to weak c2."""
         transitions = self._transition_candidates()
         shown = len(transitions) > 1
+        l1, l2 = self.c1, self.c2
+        init = getattr(self, "init", None)
+        if init is not None:
+            # No supervised fit to compare priors on: 'auto' takes the start's.
+            chosen = init_priors(init)
+            l1 = chosen["c1"] if isinstance(l1, str) else l1
+            l2 = chosen["c2"] if isinstance(l2, str) else l2
+        c2_candidates = sorted(_candidates("c2", l2, C2_CANDIDATES), reverse=True)
         return [dict(c1=c1, c2=c2, **({"c2_transitions": t} if shown else {}))
-                for c1 in _candidates("c1", self.c1, C1_CANDIDATES) for t in transitions
-                for c2 in sorted(_candidates("c2", self.c2, C2_CANDIDATES), reverse=True)]
+                for c1 in _candidates("c1", l1, C1_CANDIDATES) for t in transitions
+                for c2 in c2_candidates]
 
     def _transition_candidates(self):
         auto = C2_TRANSITIONS_CANDIDATES if self.order == 2 else (None,)
