@@ -154,13 +154,7 @@ class GraphPRCRF(SemiSupervisedPath):
     class_weight : dict, 'balanced' or None, default=None
         As in `CRF`.
     init : CRF or None, default=None
-        A fitted model (a `CRF`, or one read from a CRFsuite file by `load`) whose weights
-        are the supervised start instead of training one: the semi-supervised phase then
-        improves a tagger you have. Its labels must be those of y; attributes are matched
-        by name (those new in this data start at 0). 'auto' ``c1`` and ``c2`` take its
-        values (a CRFsuite file keeps none: give them). Held-out scores choose the rest as
-        usual: give ``X_dev, y_dev`` that ``init`` was not trained on, or fixed settings,
-        since cross-validation folds would score it on sequences it was trained on.
+        As in `EntropyRegularizedCRF`.
     verbose : bool, default=False
         As in `CRF`; also prints one line per EM iteration.
     n_jobs : int, default=None
