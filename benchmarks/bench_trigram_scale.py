@@ -334,9 +334,9 @@ def curves(args):
 
 def memory_mb():
     """Current and peak resident memory of this process (MB)."""
-    status = Path("/proc/self/status").read_text().split("\n")
-    fields = {line.split(":")[0]: line.split()[1] for line in status if ":" in line}
-    return int(fields.get("VmRSS", 0)) / 1024, int(fields.get("VmHWM", 0)) / 1024
+    fields = dict(line.split()[:2] for line in Path("/proc/self/status").read_text().split("\n")
+                  if line.startswith(("VmRSS:", "VmHWM:")))
+    return int(fields["VmRSS:"]) / 1024, int(fields["VmHWM:"]) / 1024
 
 
 def stage(name, started):
