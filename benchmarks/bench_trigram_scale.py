@@ -23,8 +23,9 @@ the real text does:
 ``graphs``
     For each run of ``--runs`` (``SENTENCES:ALGORITHM[:CANDIDATES_PER_NEIGHBOUR[:EF_SEARCH]]``),
     a fresh process generates that many synthetic sentences (str tokens), then times
-    `trigram_graph` (k = 60) and reports its peak resident memory (``ru_maxrss``, the text
-    included; the text alone is reported too). The process is stopped when its resident
+    `trigram_graph` (k = 60) and reports its peak resident memory during the call (the
+    kernel's VmHWM, restarted when the text is ready; the text's own memory included and
+    reported apart). The process is stopped when its resident
     memory passes ``--max-rss-mb`` or it runs longer than ``--max-seconds``, and the table
     says which stage it was in. The recall is measured on ``--sample`` vertices against the
     exact graph, given for them by brute force: each sampled type's PMI row against every
@@ -32,6 +33,12 @@ the real text does:
     of those candidates for the mutual criterion; the recall is the share of the sampled
     vertices' exact edges that the graph has. Where the run is exact, the oracle's edges
     must be the graph's (column "oracle agrees").
+
+On the 2-core machine shared with other jobs (load average 2-4), at 7e28a83: ``curves``
+took 4 minutes (5.4 GB: the type count of 10^6 sentences); 100,000 sentences (1.5 million
+types) took 20 minutes exact (5.4 GB); the default 'hnsw' ran out of memory in its SVD
+from 8,000 sentences up (past 6 GB there, 30 GB asked at 100,000); 10^6 sentences passed
+6 GB in the PMI features, before either search.
 
 Usage (from ``benchmarks/``)::
 
