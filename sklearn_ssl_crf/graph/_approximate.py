@@ -24,6 +24,8 @@ from ._similarity_graph import _token_positions
 _CONNECTIVITY = 16
 _EXPANSION_ADD = 64
 _EXPANSION_SEARCH = 64
+# Candidates searched per row: this many per neighbour wanted, plus one (the row itself).
+_CANDIDATES_PER_NEIGHBOUR = 2
 # Sparse rows wider than this are reduced by truncated SVD for the index only.
 _INDEX_DIMENSIONS = 256
 # Rows searched, and their candidates scored, at a time: bounds the gathered rows' memory.
@@ -105,7 +107,7 @@ def approximate_knn_weights(own, n_neighbors, min_similarity=None, self_weight=N
             index.add(vectors)
     finally:
         faiss.omp_set_num_threads(threads)
-    n_candidates = min(n_rows, 2 * n_neighbors + 1)
+    n_candidates = min(n_rows, _CANDIDATES_PER_NEIGHBOUR * n_neighbors + 1)
     index.hnsw.efSearch = max(_EXPANSION_SEARCH, n_candidates)
     # Without a row of its own a token has no similarity s, only its neighbours'.
     excluded = np.asarray(abs(own).sum(axis=1)).ravel() == 0 if shifts else None
