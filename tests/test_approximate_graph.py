@@ -108,3 +108,9 @@ def test_trigram_graph_through_the_index():
     # on UD text): the reason the trigram graph's default search is exact.
     assert 0.6 < recall and difference < 1e-12, (recall, difference)
     assert (trigram_graph(X, 10, word_key="word").weights != exact.weights).nnz == 0
+
+
+def test_trigram_graph_has_no_auto_search():
+    X, _ = make_sequences(20, features="dict", random_state=0)
+    with pytest.raises(ValueError, match="algorithm must be 'exact' or 'hnsw'"):
+        trigram_graph(X, 5, word_key="word", algorithm="auto")

@@ -76,13 +76,14 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes=None,
         About how many similarities are held at once: a block of rows is compared with all
         vertices, and the block is as large as a bound on its nonzero similarities allows
         (the feature rows are sparse; at least one row).
-    algorithm : {'exact', 'hnsw', 'auto'}, default='exact'
+    algorithm : {'exact', 'hnsw'}, default='exact'
         How each type's candidates are found, as in `knn_graph`: 'hnsw' searches faiss's
         approximate index over the PMI rows reduced to 256 dimensions by truncated SVD,
-        then scores the candidates exactly; 'auto': 'hnsw' from 200,000 types when faiss
-        is installed. Not the default: on the UD pools of 18,000-38,000 types the index
-        found only 42-77 % of the exact graph's edges, and the exact sparse search took
-        1-2 s against its 23-53 s.
+        then scores the candidates exactly. Not the default, and no 'auto' switches to it:
+        the SVD keeps too little of the PMI rows' ranking. On the UD pools of 18,000-38,000
+        types the index found 42-77 % of the exact graph's edges (the exact sparse search
+        took 1-2 s against its 23-53 s); on 1.5 million types of synthetic text, 2 %, and
+        its SVD then needs a sampled fit to stay within memory.
 
     Returns
     -------
@@ -131,6 +132,9 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes=None,
     if not isinstance(word_key, str):
         raise TypeError(f"word_key must be a str, got {type(word_key).__name__}")
     suffixes = _check_suffixes(suffixes)
+    if algorithm not in ("exact", "hnsw"):
+        raise ValueError(f"algorithm must be 'exact' or 'hnsw', got {algorithm!r} (no "
+                         "'auto' for trigram graphs: see the docstring)")
     window, vertex_of_occurrence, token_vertices, words, names = _trigram_occurrences(
         X, word_key)
     if not names:  # all punctuation: no vertices
