@@ -41,7 +41,7 @@ from ._crf import CRF
 from .features import SequenceVectorizer
 from .features._encoding import _ColumnCache
 
-__all__ = ["is_crfsuite_file", "read_crfsuite", "write_crfsuite"]
+__all__ = ["MAGIC", "read_crfsuite", "write_crfsuite"]
 
 MAGIC = b"lCRF"
 _MODEL_TYPE = b"FOMC"
@@ -56,12 +56,6 @@ _CQDB_BYTE_ORDER = 0x62445371
 _CQDB_TABLES = 256
 _CQDB_HEADER = 24
 _CQDB_DATA = _CQDB_HEADER + 8 * _CQDB_TABLES  # the first record
-
-
-def is_crfsuite_file(path):
-    """True when the file starts with CRFsuite's magic bytes."""
-    with open(path, "rb") as file:
-        return file.read(len(MAGIC)) == MAGIC
 
 
 # -- reading ------------------------------------------------------------------------------

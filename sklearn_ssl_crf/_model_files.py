@@ -1,19 +1,19 @@
 """Model files: a fitted model saved with the package version, and loaded back with a check.
 
-Three formats, chosen by the file name:
+Three formats, chosen by the file name when saving and recognised by their first bytes
+when loading:
 
-- any name but ``*.skops`` and ``*.crfsuite``: joblib. The file holds a small header (the
-  package and scikit-learn versions, the caller's ``info``) followed by the model, so that
-  `load` can refuse a file of an incompatible version before it unpickles any of the
-  model's classes.
-  Loading a pickle can run arbitrary code: load only files you trust.
-- ``*.skops``: skops (``pip install skops``, not a dependency of this package), whose
-  loader creates only the types it is told to trust instead of running the file's code.
-  `load` trusts this package's own classes and skops' defaults (NumPy, SciPy and
-  scikit-learn types), and refuses a file that needs any other type.
+- skops, the default (any name but those below; ``pip install skops``, or the ``cli``
+  extra): its loader creates only the types it is told to trust instead of running the
+  file's code. `load` trusts this package's own classes, skops' defaults (NumPy and
+  scikit-learn types) and SciPy's sparse matrices, and refuses a file that needs any other.
+- ``*.joblib``, ``*.pkl``, ``*.pickle``: a pickle, with a small header (the package and
+  scikit-learn versions, the caller's ``info``) before the model. Loading a pickle can run
+  any code it holds, so `load` refuses one unless ``trusted=True``, before reading a byte
+  of it with pickle.
 - ``*.crfsuite``: CRFsuite's model file (what python-crfsuite and sklearn-crfsuite write),
-  for a first-order CRF; no versions or info, and no code run on loading. `load`
-  recognises it by its first bytes, whatever its name (`_crfsuite_format`).
+  for a first-order CRF; no versions or info, and no code run on loading
+  (`_crfsuite_format`).
 """
 
 import os
@@ -23,8 +23,8 @@ import joblib
 import sklearn
 
 from ._crfsuite_format import (
+    MAGIC,
     check_crfsuite_model,
-    is_crfsuite_file,
     read_crfsuite,
     write_crfsuite,
 )
@@ -49,12 +49,30 @@ def _release(version):
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def _is_skops(path):
-    return str(path).endswith(".skops")
+_PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
+# scikit-learn's and SciPy's data containers that skops does not trust by default.
+_TRUSTED_TYPES = ("scipy.sparse._csr.csr_matrix", "scipy.sparse._csc.csc_matrix")
+
+
+def _is_pickle(path):
+    return str(path).endswith(_PICKLE_SUFFIXES)
 
 
 def _is_crfsuite(path):
     return str(path).endswith(".crfsuite")
+
+
+def _file_kind(name):
+    """'crfsuite', 'skops' (a zip archive), 'pickle' or None, from the file's first bytes."""
+    with open(name, "rb") as file:
+        start = file.read(4)
+    if start == MAGIC:
+        return "crfsuite"
+    if start == b"PK\x03\x04":
+        return "skops"
+    if start[:1] == b"\x80":  # pickle protocol 2 and later (joblib writes 4 or 5)
+        return "pickle"
+    return None
 
 
 def save(model, path, *, info=None):
@@ -69,11 +87,13 @@ def save(model, path, *, info=None):
     model : object
         What to save, usually a fitted estimator or a pipeline of features and estimator.
     path : str or path-like
-        The file to write. A name ending in ``.skops`` writes the skops format (needs the
-        ``skops`` package); ``.crfsuite`` writes CRFsuite's model file, which
-        python-crfsuite's ``Tagger`` and ``sklearn_crfsuite.CRF(model_filename=...)`` open
-        (a fitted first-order CRF whose labels and attributes are strings, decoded by
-        Viterbi; otherwise a ValueError says why not); any other name writes joblib's.
+        The file to write. A name ending in ``.joblib``, ``.pkl`` or ``.pickle`` writes a
+        pickle (which `load` reads only with ``trusted=True``); ``.crfsuite`` writes
+        CRFsuite's model file, which python-crfsuite's ``Tagger`` and
+        ``sklearn_crfsuite.CRF(model_filename=...)`` open (a fitted first-order CRF whose
+        labels and attributes are strings, decoded by Viterbi; otherwise a ValueError says
+        why not); any other name (``*.skops`` by convention) writes the skops format, which
+        loads without running code (needs the ``skops`` package).
     info : dict or None, default=None
         Facts about the model to keep beside it (training files, settings, scores), made
         of plain Python values; `load` returns them with ``return_info=True``. A CRFsuite
@@ -89,7 +109,7 @@ def save(model, path, *, info=None):
     >>> from sklearn_ssl_crf import CRF, load, save
     >>> X = [[{"word": "the"}, {"word": "cat"}]]
     >>> crf = CRF(max_iterations=10).fit(X, [["DT", "NN"]])
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tagger.joblib"
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tagger.skops"
     >>> save(crf, path, info={"trained on": "one sentence"})
     >>> model, info = load(path, return_info=True)
     >>> model.predict(X), info
@@ -112,32 +132,36 @@ def save(model, path, *, info=None):
         "info": dict(info or {}),
     }
     # Written beside the file and renamed over it: a failed save leaves the old file.
+    skops_io = None if _is_pickle(path) else _import_skops()
     with atomic_path(path) as temporary:
-        if _is_skops(path):
-            _import_skops().dump({**header, "model": model}, temporary)
+        if skops_io is not None:
+            skops_io.dump({**header, "model": model}, temporary)
             return
         with open(temporary, "wb") as file:
             joblib.dump(header, file)
             joblib.dump(model, file)
 
 
-def load(path, *, return_info=False):
+def load(path, *, return_info=False, trusted=False):
     """Read a model written by `save`, checking that this version of the package can use it.
 
-    A file written by another major.minor release of the package is refused. A
-    ``*.skops`` file is read with skops, which creates only the types of this package and
-    those skops trusts by default. A CRFsuite model file (recognised by its first bytes,
-    whatever its name: one written by python-crfsuite, sklearn-crfsuite, CRFsuite or
-    `save`) is read without python-crfsuite into a fitted first-order `CRF` (the user
-    guide's "Models trained by sklearn-crfsuite" says what maps to what).
+    The format is recognised by the file's first bytes, whatever its name. A skops file is
+    read with skops, creating only the types of this package, those skops trusts by default
+    and SciPy's sparse matrices. A CRFsuite model file (one written by python-crfsuite,
+    sklearn-crfsuite, CRFsuite or `save`) is read without python-crfsuite into a fitted
+    first-order `CRF` (the user guide's "Models trained by sklearn-crfsuite" says what maps
+    to what). A pickle (``*.joblib``) is read only with ``trusted=True``. A file written by
+    another major.minor release of the package is refused.
 
     Parameters
     ----------
     path : str or path-like
-        A file written by `save` (``*.skops`` files are read with skops), or a CRFsuite
-        model file.
+        A file written by `save`, or a CRFsuite model file.
     return_info : bool, default=False
         Also return the ``info`` dict given to `save` (empty for a CRFsuite file).
+    trusted : bool, default=False
+        Read a pickle file. Unpickling runs whatever code the file holds: pass True only
+        for files you made or trust.
 
     Returns
     -------
@@ -149,39 +173,41 @@ def load(path, *, return_info=False):
     Raises
     ------
     ValueError
-        If the file is not a model file of this package, or was written by a version with
-        another major.minor release (their models may differ: retrain, or load it with that
-        version), or (skops) needs types outside this package and skops' trusted defaults,
-        or is a CRFsuite file that is truncated or corrupt (the message says what).
+        If the file is not a model file of this package, or is a pickle and ``trusted`` is
+        False (nothing of it is unpickled), or was written by a version with another
+        major.minor release (their models may differ: retrain, or load it with that
+        version), or (skops) is damaged or needs other types, or is a CRFsuite file that is
+        truncated or corrupt (the message says what).
 
     See Also
     --------
     save : Write a model file.
-
-    Notes
-    -----
-    A joblib file is a pickle: loading it can run any code it holds, so load only files
-    you trust. Its header (versions and info) is read and checked before the model.
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> from sklearn_ssl_crf import CRF, load, save
     >>> X = [[{"word": "the"}, {"word": "cat"}]]
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tagger.joblib"
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tagger.skops"
     >>> save(CRF(max_iterations=10).fit(X, [["DT", "NN"]]), path)
     >>> load(path).predict(X)
     [['DT', 'NN']]
     """
     name = os.fspath(path)
-    if _is_crfsuite(name) or is_crfsuite_file(name):
+    kind = "crfsuite" if _is_crfsuite(name) else _file_kind(name)
+    if kind == "crfsuite":
         model = read_crfsuite(name)
         return (model, {}) if return_info else model
-    if _is_skops(name):
+    if kind == "skops":
         header = _load_skops(name)
         _check_header(header, name)
         model = header["model"]
-    else:
+    elif kind == "pickle":
+        if not trusted:
+            raise ValueError(
+                f"{name} is a pickle (joblib) file: loading it runs any code it holds. Pass "
+                "trusted=True (the command line: --trusted) only if you made it or trust "
+                "where it came from; save models as *.skops to load them safely")
         with open(name, "rb") as file:
             try:
                 header = joblib.load(file)
@@ -189,6 +215,8 @@ def load(path, *, return_info=False):
                 raise ValueError(f"{name} is not a {_PACKAGE} model file") from None
             _check_header(header, name)
             model = joblib.load(file)
+    else:
+        raise ValueError(f"{name} is not a {_PACKAGE} model file")
     return (model, dict(header["info"])) if return_info else model
 
 
@@ -209,7 +237,9 @@ def _import_skops():
         import skops.io
     except ImportError:
         raise ImportError(
-            "*.skops model files need the skops package: pip install skops"
+            "skops model files need the skops package: pip install skops (or the cli "
+            "extra); or name the file *.joblib to write a pickle, which load reads only "
+            "with trusted=True"
         ) from None
     return skops.io
 
@@ -220,13 +250,18 @@ def _load_skops(name):
         untrusted = skops_io.get_untrusted_types(file=name)
     except Exception as error:  # skops raises various errors on foreign files
         raise ValueError(f"{name} is not a {_PACKAGE} model file ({error})") from None
-    foreign = [t for t in untrusted if not t.startswith(_PACKAGE + ".")]
+    foreign = [t for t in untrusted
+               if not t.startswith(_PACKAGE + ".") and t not in _TRUSTED_TYPES]
     if foreign:
         raise ValueError(
             f"{name} needs types that are neither {_PACKAGE}'s nor trusted by skops: "
             f"{', '.join(foreign)}; refusing to load it"
         )
-    record = skops_io.load(name, trusted=untrusted)
+    try:
+        record = skops_io.load(name, trusted=untrusted)
+    except Exception as error:  # a damaged archive fails in many ways
+        raise ValueError(f"{name} is a damaged model file ({type(error).__name__}: "
+                         f"{error})") from None
     if not isinstance(record, dict):
         raise ValueError(f"{name} is not a {_PACKAGE} model file (written by save)")
     return record

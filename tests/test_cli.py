@@ -62,7 +62,7 @@ def trained(corpus):
     unlabelled_columns = folder / "unlabelled_columns.txt"
     unlabelled_columns.write_text("".join(
         "".join(f"{w} {w[:2]}\n" for w in s) + "\n" for s in read_text(paths["unlabelled"])))
-    model = folder / "model.joblib"
+    model = folder / "model.skops"
     result = subprocess.run(
         [sys.executable, "-m", "sklearn_ssl_crf", "train", str(paths["train"]),
          "--unlabelled", str(unlabelled_columns), "--unlabelled-format", "columns",
@@ -204,7 +204,7 @@ def test_c2_transitions_is_kept_or_chosen(corpus, tmp_path, capsys):
     _, paths = corpus
     common = ["train", str(paths["train"]), "--order", "2", "--c1", "0", "--c2", "0.1",
               "--token-columns", "0", "--max-iterations", "20", "--quiet"]
-    fixed, chosen = tmp_path / "fixed.joblib", tmp_path / "chosen.joblib"
+    fixed, chosen = tmp_path / "fixed.skops", tmp_path / "chosen.skops"
     assert main([*common, "--c2-transitions", "0.001", "--model", str(fixed)]) == 0
     estimator = load(fixed).named_steps["model"]
     assert type(estimator) is CRF and estimator.c2_transitions == 0.001
@@ -223,7 +223,7 @@ def test_c2_transitions_is_kept_or_chosen(corpus, tmp_path, capsys):
 
 def test_word_only_model_tags_raw_text(corpus, tmp_path, capsys):
     _, paths = corpus
-    model = tmp_path / "words.skops" if _has_skops() else tmp_path / "words.joblib"
+    model = tmp_path / "words.skops"
     assert main(["train", str(paths["train"]), "--token-columns", "0", "--clusters",
                  "--unlabelled", str(paths["unlabelled"]), "--method", "crf",
                  "--max-iterations", "20", "--model", str(model), "--quiet"]) == 0
@@ -235,14 +235,6 @@ def test_word_only_model_tags_raw_text(corpus, tmp_path, capsys):
     assert [[line.split("\t") for line in block.split("\n")]
             for block in out.strip().split("\n\n")] == [
         [[w, t] for w, t in zip(words, labels)] for words, labels in zip(sentences, predicted)]
-
-
-def _has_skops():
-    try:
-        import skops.io  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _run_error(capsys, argv):
@@ -362,8 +354,23 @@ def test_tag_keeps_the_known_labels_of_a_column(corpus, trained, tmp_path, capsy
 
 def test_train_constraints_option(corpus, tmp_path, capsys):
     _, paths = corpus
-    model_path = tmp_path / "free.joblib"
+    model_path = tmp_path / "free.skops"
     assert main(["train", str(paths["train"]), "--c1", "0", "--c2", "0.1",
                  "--max-iterations", "10", "--constraints", "none", "--quiet",
                  "--model", str(model_path)]) == 0
     assert load(model_path)[-1].constraints_ is None
+
+
+def test_pickle_models_are_loaded_only_when_trusted(corpus, tmp_path, capsys):
+    _, paths = corpus
+    pickled = tmp_path / "tagger.joblib"
+    assert main(["train", str(paths["train"]), "--c1", "0", "--c2", "0.1",
+                 "--max-iterations", "5", "--quiet", "--model", str(pickled)]) == 0
+    assert "is a pickle: tag and evaluate load it only with --trusted" in \
+        capsys.readouterr().err
+    for command in ("tag", "evaluate"):
+        assert main([command, str(pickled), str(paths["test"])]) != 0
+        assert "is a pickle (joblib) file: loading it runs any code" in capsys.readouterr().err
+    assert main(["tag", str(pickled), str(paths["test"]), "--format", "columns",
+                 "--trusted"]) == 0
+    assert main(["evaluate", str(pickled), str(paths["test"]), "--trusted"]) == 0

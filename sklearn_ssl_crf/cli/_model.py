@@ -17,10 +17,11 @@ class Tagger:
     info: dict
 
 
-def load_tagger(path):
-    """The parts of a model file written by ``train``, or a clear error for any other."""
+def load_tagger(path, trusted=False):
+    """The parts of a model file written by ``train``, or a clear error for any other
+    (``trusted``: a pickle file may be loaded)."""
     check_readable(path)
-    model, info = load(path, return_info=True)
+    model, info = load(path, return_info=True, trusted=trusted)
     if not (isinstance(model, Pipeline) and len(model.steps) == 2
             and "token_columns" in info):
         raise ValueError(f"{path} holds a {type(model).__name__}, not a tagger written by "

@@ -17,6 +17,9 @@ def add_parser(subparsers):
         "file's format): per-label span precision, recall and F1 as conlleval computes them "
         "(per-label token scores for labels without spans), token and sentence accuracy.")
     parser.add_argument("model", help="model file written by train --model")
+    parser.add_argument("--trusted", action="store_true",
+                        help="load a pickle (*.joblib) model file, which runs any code it "
+                        "holds: only for files you made or trust")
     parser.add_argument("input", help="labelled file")
     parser.add_argument("--column", help="label column (default: as in training)")
     parser.add_argument("--encoding", default="utf-8", help="encoding of the input file")
@@ -25,7 +28,7 @@ def add_parser(subparsers):
 
 
 def run(args):
-    tagger = load_tagger(args.model)
+    tagger = load_tagger(args.model, args.trusted)
     check_readable(args.input)
     info = tagger.info
     column = info["label_column"] if args.column is None else args.column

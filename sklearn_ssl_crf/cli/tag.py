@@ -15,6 +15,9 @@ def add_parser(subparsers):
         "one token a line, its input fields and the predicted label, tab-separated; a blank "
         "line between sentences.")
     parser.add_argument("model", help="model file written by train --model")
+    parser.add_argument("--trusted", action="store_true",
+                        help="load a pickle (*.joblib) model file, which runs any code it "
+                        "holds: only for files you made or trust")
     parser.add_argument("input", help="sentences to label")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="input format (default text: one sentence a line, "
@@ -41,7 +44,7 @@ def add_parser(subparsers):
 def run(args):
     if args.known_column is not None and args.format != "columns":
         raise ValueError("--known-column needs column input (--format columns)")
-    tagger = load_tagger(args.model)
+    tagger = load_tagger(args.model, args.trusted)
     check_readable(args.input)
     sequences, rows = read_to_tag(args.input, args.format, tagger.token_columns,
                                   args.encoding)

@@ -123,8 +123,10 @@ def add_parser(subparsers):
                           help="with --clusters, add the word's vector at this scale (3 did "
                           "best on BC2GM)")
 
-    parser.add_argument("--model", help="file to write the fitted model to (*.skops: the "
-                        "skops format, else joblib)")
+    parser.add_argument("--model", help="file to write the fitted model to: the skops "
+                        "format, which loads without running code (needs skops: pip "
+                        "install 'sklearn_ssl_crf[cli]'), unless the name ends in .joblib "
+                        "(a pickle, which tag and evaluate load only with --trusted)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)
     return parser
@@ -188,6 +190,10 @@ def run(args):
         **scores,
     }
     if args.model:
+        if str(args.model).endswith((".joblib", ".pkl", ".pickle")):
+            print(f"sklearn-ssl-crf train: {args.model} is a pickle: tag and evaluate load it "
+                  "only with --trusted (any other name writes the safe skops format)",
+                  file=sys.stderr)
         save(model, args.model, info=info)
     _summary(args, estimator, chosen, scores, seconds, len(X), unlabelled.count or 0)
     return 0
