@@ -198,3 +198,28 @@ def test_damaged_skops_files_are_refused_with_the_file_named(fitted, tmp_path):
             assert loaded[-1].state_weights_.shape == model[-1].state_weights_.shape
             outcomes["loaded"] += 1
     assert outcomes["refused"] > 0
+
+
+@pytest.mark.parametrize("make", [
+    lambda: sklearn_ssl_crf.CRFCV(c1=[0.0], c2=[0.1], cv=2),
+    lambda: sklearn_ssl_crf.EntropyRegularizedCRF(
+        gamma=0.1, c1=0.0, c2=0.1, early_stopping=False, semi_supervised_iterations=2),
+    lambda: sklearn_ssl_crf.SelfTrainingCRF(max_rounds=1, c1=0.0, c2=0.1,
+                                            early_stopping=False),
+    lambda: sklearn_ssl_crf.NaturalGradientCRF(max_iterations=2, random_state=0),
+    lambda: sklearn_ssl_crf.GraphPRCRF(graph="knn", n_neighbors=3, lam=1.0, c1=0.0, c2=0.1,
+                                       em_iterations=1, early_stopping=False),
+    lambda: sklearn_ssl_crf.GraphPropagation(graph="knn", n_neighbors=3),
+], ids=["CRFCV", "EntropyRegularizedCRF", "SelfTrainingCRF", "NaturalGradientCRF",
+        "GraphPRCRF", "GraphPropagation"])
+def test_every_estimator_round_trips_in_the_safe_format(make, tmp_path):
+    pytest.importorskip("skops", reason="the skops format needs the skops package")
+    X, y = make_sequences(40, features="dict", random_state=0)
+    model = make().fit(X[:30], y[:20] + [None] * 10)
+    path = tmp_path / "model.skops"
+    save(model, path)
+    loaded = load(path)
+    if hasattr(model, "transduction_"):
+        assert loaded.transduction_ == model.transduction_
+    if hasattr(model, "predict"):
+        assert loaded.predict(X[30:]) == model.predict(X[30:])
