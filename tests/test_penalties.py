@@ -2,6 +2,8 @@
 finite differences."""
 
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -99,3 +101,11 @@ def test_penalty_rejects_marginals_of_the_wrong_shape():
     penalty = LabelProportionPenalty(np.array([0.5, 0.5]), 3)
     with pytest.raises(ValueError, match=r"shape \(3, n_labels\)"):
         penalty(np.ones((4, 2)) / 2)
+
+
+def test_proportion_penalty_of_a_vanished_label_is_infinite_without_warnings():
+    penalty = LabelProportionPenalty(np.array([0.5, 0.5]), 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, gradient = penalty.value_and_gradient(np.array([[4.0, 0.0]]))
+    assert value == np.inf and gradient[0, 1] == -np.inf

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.decomposition import TruncatedSVD
 
-from ._search import _kept_rows, _mutual_weights
+from ._search import SMALLEST_SIMILARITY, _kept_rows, _mutual_weights
 from ._similarity_graph import _token_positions
 
 # The index's settings: links per vertex (M), and the candidate lists while adding
@@ -127,12 +127,12 @@ def approximate_knn_weights(own, n_neighbors, min_similarity=None, self_weight=N
                 both = np.flatnonzero(has_neighbour[sources] & has_neighbour[targets])
                 values[both] += (1 - alpha) * _pair_similarities(
                     own, sources[both] + shift, targets[both] + shift)
-            keep = values > 0
+            keep = values > SMALLEST_SIMILARITY
             if min_similarity is not None:
                 keep &= own_similarity > min_similarity
         else:
             values = own_similarity
-            keep = values > (0.0 if min_similarity is None else max(min_similarity, 0.0))
+            keep = values > max(min_similarity or 0.0, SMALLEST_SIMILARITY)
         kept.append(_kept_rows((sources[keep], targets[keep], values[keep]), n_neighbors,
                                start, stop, index_dtype))
     return _mutual_weights(kept, n_rows, index_dtype)

@@ -15,6 +15,10 @@ from sklearn.utils.extmath import safe_sparse_dot
 # by sorting its nonzeros.
 _DENSE_ENOUGH = 1 / 16
 
+# The smallest similarity that makes an edge: below the smallest normal float a positive
+# similarity is rounding noise (a vertex with such a degree would have 1 / degree = inf).
+SMALLEST_SIMILARITY = np.finfo(np.float64).tiny
+
 
 # Buckets of the histogram that narrows a sparse row's candidates before the exact sort.
 _N_BUCKETS = 1024
@@ -50,6 +54,7 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     Memory: the kept pairs (``n x n_neighbors``) plus about ``max_block_entries``
     similarities at a time, dense or (for sparse rows) the nonzeros of a sparse block.
     """
+    min_similarity = max(min_similarity, SMALLEST_SIMILARITY)
     rows = _dense_if_dense_enough(rows)
     n_rows = rows.shape[0]
     columns = _transposed(rows)

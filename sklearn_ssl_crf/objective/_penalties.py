@@ -230,6 +230,9 @@ class LabelProportionPenalty(MarginalPenalty):
         predicted = group_sums[0] / self.n_tokens
         present = self.target > 0
         target = self.target[present]
-        kl = float(target @ np.log(target / predicted[present]))
-        # d/dM_s of -n_tokens * sum_s target_s log(M_s / n_tokens)
-        return self.n_tokens * kl, (-self.target / predicted)[None, :]
+        # A label whose predicted share underflows to 0 makes the KL infinite, its true
+        # value: the optimiser's line search then steps back (no warning for it).
+        with np.errstate(divide="ignore", over="ignore"):
+            kl = float(target @ np.log(target / predicted[present]))
+            # d/dM_s of -n_tokens * sum_s target_s log(M_s / n_tokens)
+            return self.n_tokens * kl, (-self.target / predicted)[None, :]

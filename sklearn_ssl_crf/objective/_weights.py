@@ -78,7 +78,8 @@ def add_unlabelled_terms(sum_chunks, add_gradient, state, transition, gamma, wei
     if gamma > 0:
         add_gradient(-gamma, d_state, d_transition)
     penalty, label_weights = proportions(label_sums[None, :])
-    if weight > 0:
+    # An infinite penalty (a label's share underflowed) rejects the point: no gradient.
+    if weight > 0 and np.isfinite(penalty):
         d_state, d_transition = sum_chunks(chunk_label_count_gradient, state, transition,
                                            label_weights[0])
         add_gradient(weight, d_state, d_transition)
