@@ -8,6 +8,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseCRF
+from ._interruption import unfitted_on_failure
 from ._parameters import WeightLayout, seen_structure, transition_masks
 from ._sample_weights import labelled_weights
 from ._threads import single_threaded_blas
@@ -223,6 +224,7 @@ class CRF(BaseCRF):
         self.verbose = verbose
         self.n_jobs = n_jobs
 
+    @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, X_dev=None, y_dev=None, *, sample_weight=None):
         """Train on labelled sequences.
@@ -248,6 +250,11 @@ class CRF(BaseCRF):
         -------
         self : CRF
             The fitted estimator.
+
+        Notes
+        -----
+        A fit that raises or is interrupted (Ctrl-C) leaves the estimator unfitted, in
+        every estimator of this package: nothing of it, nor of an earlier fit, is kept.
         """
         _check_dev_pair(X_dev, y_dev)
         data = self._packed_training_data(X, y, sample_weight)

@@ -2,6 +2,7 @@
 
 from sklearn.base import _fit_context
 
+from ._interruption import unfitted_on_failure
 from ._training import SemiSupervisedPath
 from ._training_data import Phase
 
@@ -137,6 +138,7 @@ training_log_, termination_condition_, vectorizer_
     n_iter_no_change = None
     tol = 0.0
 
+    @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, X_dev=None, y_dev=None, sample_weight=None):
         """Choose c1 and c2, and train on all labelled sequences with them.

@@ -37,6 +37,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import unlabelled_sequences
 from ._graph_pr_em import _ExpectationMaximisation
+from ._interruption import unfitted_on_failure
 from ._threads import single_threaded_blas
 from ._training import SELECTABLE, SemiSupervisedPath
 from ._validation import concatenate_inputs
@@ -305,6 +306,7 @@ vectorizer_
         self.tol = tol
         self.random_state = random_state
 
+    @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None, sample_weight=None):
         """Train on labelled and unlabelled sequences, choosing the settings not given.

@@ -16,6 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import featurise_training_input
+from ._interruption import unfitted_on_failure
 from ._sequences import SequenceMatrix
 from ._tags import LabelledSequenceTagsMixin
 from ._validation import (
@@ -154,6 +155,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         self.tol = tol
         self.verbose = verbose
 
+    @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, X_unlabeled=None):
         """Propagate the labels of the labelled tokens over the graph.

@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._base import BaseCRF, unlabelled_sequences
 from ._crf import _check_dev_pair
 from ._init_weights import init_vector
+from ._interruption import unfitted_on_failure
 from ._parameters import WeightLayout
 from ._sample_weights import labelled_weights
 from ._selection import _BestEpoch
@@ -146,9 +147,7 @@ class NaturalGradientCRF(BaseCRF):
         the last entry of ``training_log_`` says it in words (``stop``).
     classes_, attributes_, num_attributes_, state_weights_, transition_weights_, \
 trigram_weights_, skip_weights_, allowed_transitions_, constraints_, class_weight_, \
-state_features_, \
-transition_features_, size_, \
-vectorizer_
+state_features_, transition_features_, size_, vectorizer_
         As in `CRF`.
 
     See Also
@@ -170,6 +169,7 @@ vectorizer_
     [['DET', 'NOUN']]
     """
 
+    _fit_state = ("_weights", "_random", "_rng", "_trainer", "_n_seen")  # kept between fits
     _parameter_constraints = {
         "update": [StrOptions(set(TRANSFORMS))],
         "eps": [Interval(Real, 0, None, closed="neither")],
@@ -260,6 +260,7 @@ vectorizer_
 
     # -- training ------------------------------------------------------------------------
 
+    @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None, sample_weight=None):
         """Train from scratch: calibrate ``eta0`` (unless given), then run epochs.
@@ -427,9 +428,7 @@ vectorizer_
             self._random = check_random_state(self.random_state)
             self._rng = np.random.default_rng(self._random.randint(2**31))
             self._trainer = self._new_trainer(samples, self._rng)
-            self.training_log_ = []
-            self.n_iter_ = 0
-            self._n_seen = 0
+            self.training_log_, self.n_iter_, self._n_seen = [], 0, 0
         trainer = self._trainer
         # A stream's sequences count as new data: after one pass over N of them the penalty
         # is c2 ||w||^2, as in fit.

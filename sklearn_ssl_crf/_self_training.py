@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval
 
 from ._base import unlabelled_sequences
 from ._decoding import decode
+from ._interruption import unfitted_on_failure
 from ._threads import single_threaded_blas
 from ._training import SemiSupervisedPath
 from ._training_data import Phase
@@ -179,6 +180,7 @@ vectorizer_
         self.tol = tol
         self.random_state = random_state
 
+    @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None, sample_weight=None):
         """Train by self-training, choosing the settings not given.

@@ -17,6 +17,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
 from ._base import unlabelled_sequences
+from ._interruption import unfitted_on_failure
 from ._training import SELECTABLE, SemiSupervisedPath
 from ._training_data import Phase, logging_callback
 from .objective._weights import entropy_regularised_objective
@@ -263,6 +264,7 @@ vectorizer_
         self.random_state = random_state
         self.semi_supervised_iterations = semi_supervised_iterations
 
+    @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, X_unlabeled=None, X_dev=None, y_dev=None, sample_weight=None):
         """Train on labelled and unlabelled sequences, choosing the settings not given.

@@ -107,6 +107,9 @@ class SemiSupervisedPath(CRF):
     #: The parameters that cap the semi-supervised phase (for the `ConvergenceWarning`).
     _phase_cap_name = "max_iterations"
 
+    # Private state kept between fits (`unfitted_on_failure`).
+    _fit_state = ("_scorer",)
+
     _parameter_constraints = {
         **CRF._parameter_constraints,
         "c1": SELECTABLE,
