@@ -127,3 +127,50 @@ def test_self_training_labels_on_the_workers(client, traffic, monkeypatch):
     # The Viterbi paths of the unlabelled chunks were computed by the workers: a labelling
     # task per worker after each of the 3 rounds.
     assert traffic["map_tasks"] == 2 * 3
+
+
+def test_a_fit_survives_lost_workers_with_the_same_model(client, monkeypatch):
+    """Workers killed mid-fit (one, then the other: each time all but one): the chunks they
+    held are scattered again from the client, and the model is the undisturbed one's."""
+    import os
+    import signal
+
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 400)  # several chunks per worker
+    X, y = make_sequences(300, features="dict", random_state=0)
+    params = {"gamma": 0.1, "proportion_weight": 1.0, "max_iterations": 15}
+    with parallel_config(backend="dask"):
+        undisturbed = fixed(EntropyRegularizedCRF(**params)).fit(
+            X[:40], y[:40], X_unlabeled=X[40:])
+    original = ChunkedSequences.sum
+    calls, killed = {"n": 0}, []
+
+    def sum_after_a_kill(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] in (3, 9):
+            # A worker process dies between evaluations (its nanny starts a new one),
+            # taking the chunks it held with it.
+            workers = sorted(client.scheduler_info()["workers"])
+            victim = workers[len(killed) % len(workers)]
+            killed.append(victim)
+            pid = client.run(os.getpid, workers=[victim])[victim]
+            os.kill(pid, signal.SIGKILL)
+            client.wait_for_workers(2)  # the chunks' tasks then meet a new worker
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ChunkedSequences, "sum", sum_after_a_kill)
+    resent = []
+    send_again = _backends._ClusterChunks._send_again
+
+    def counting(self, lost):
+        resent.append(len(lost))
+        return send_again(self, lost)
+
+    monkeypatch.setattr(_backends._ClusterChunks, "_send_again", counting)
+    with parallel_config(backend="dask"):
+        survived = fixed(EntropyRegularizedCRF(**params)).fit(
+            X[:40], y[:40], X_unlabeled=X[40:])
+    assert len(killed) == 2
+    assert resent  # the lost workers' groups were scattered again
+    np.testing.assert_array_equal(survived.state_weights_, undisturbed.state_weights_)
+    np.testing.assert_array_equal(survived.transition_weights_,
+                                  undisturbed.transition_weights_)

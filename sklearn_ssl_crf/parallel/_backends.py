@@ -19,6 +19,9 @@ from ._tree import _range_results, _tree_ranges
 #: 40 MB of chunks), not by a worker's share of the corpus.
 SCATTER_CHUNKS = 8
 
+#: Times a sum over a dask cluster's chunks sends the groups lost with a worker again.
+_LOST_WORKER_RETRIES = 3
+
 
 class _ClusterChunks:
     """Chunks held by the workers of a dask cluster, for `ChunkedSequences.sum` and
@@ -28,11 +31,15 @@ class _ClusterChunks:
     contiguous groups, one per worker; each group's chunks are scattered to its worker once,
     here (`SCATTER_CHUNKS` at a time), and each sum sends the workers only the function and
     its arguments (the weights) and gets back one partial sum per range. A range is always
-    summed by the same worker, so the data never moves again.
+    summed by the same worker, so the data never moves again, unless its worker is lost:
+    a group whose data or task a lost worker took with it is scattered again, from the
+    client's own chunks, to a live worker, and its task resubmitted (the same ranges, so
+    the same sums).
 
     Parameters
     ----------
     chunks : list of PackedSequences
+        Kept (they are the client's copy anyway) to be sent again after a worker's loss.
     client : distributed.Client
     """
 
@@ -41,24 +48,55 @@ class _ClusterChunks:
         n_groups = min(len(workers), len(chunks))
         groups = [[tuple(bounds) for bounds in group] for group in
                   np.array_split(_tree_ranges(len(chunks), 2 * n_groups), n_groups)]
-        self.client = client
+        self.client, self.chunks = client, chunks
         self.ranges = {bounds for group in groups for bounds in group}
-        self.groups = []
-        for worker, group in zip(workers, groups):
-            held = [k for first, stop in group for k in range(first, stop)]
-            futures = [future for start in range(0, len(held), SCATTER_CHUNKS)
-                       for future in client.scatter(
-                           [chunks[k] for k in held[start:start + SCATTER_CHUNKS]],
-                           workers=[worker], hash=False)]
-            self.groups.append((worker, group, dict(zip(held, futures))))
+        self.groups = [self._scattered(worker, group) for worker, group in zip(workers, groups)]
+
+    def _scattered(self, worker, group):
+        """``(worker, group, held)``: the group's chunks scattered to ``worker``."""
+        held = [k for first, stop in group for k in range(first, stop)]
+        futures = [future for start in range(0, len(held), SCATTER_CHUNKS)
+                   for future in self.client.scatter(
+                       [self.chunks[k] for k in held[start:start + SCATTER_CHUNKS]],
+                       workers=[worker], hash=False)]
+        return worker, group, dict(zip(held, futures))
 
     def range_results(self, function, args, reduce):
         """The results (``reduce``: sums) of the ranges, left to right, computed by the
-        workers."""
-        tasks = [self.client.submit(_evaluate_held, group, held, function, args, reduce,
-                                    workers=[worker], allow_other_workers=False, pure=False)
-                 for worker, group, held in self.groups]
-        return (part for results in self.client.gather(tasks) for part in results)
+        workers; groups lost with a worker are sent again (`_LOST_WORKER_RETRIES` times at
+        most per call)."""
+        from concurrent.futures import CancelledError
+
+        from distributed.scheduler import KilledWorker
+
+        results = [None] * len(self.groups)
+        pending = list(range(len(self.groups)))
+        for attempt in range(_LOST_WORKER_RETRIES + 1):
+            tasks = {g: self.client.submit(_evaluate_held, group, held, function, args,
+                                           reduce, workers=[worker],
+                                           allow_other_workers=False, pure=False)
+                     for g in pending for worker, group, held in [self.groups[g]]}
+            lost = []
+            for g, task in tasks.items():
+                try:
+                    results[g] = task.result()
+                except (CancelledError, KilledWorker):
+                    if attempt == _LOST_WORKER_RETRIES:
+                        raise
+                    lost.append(g)
+            if not lost:
+                break
+            self._send_again(lost)
+            pending = lost
+        return (part for group_results in results for part in group_results)
+
+    def _send_again(self, lost):
+        """Scatter the groups ``lost`` again, to live workers (one each, round robin)."""
+        self.client.wait_for_workers(1)
+        live = sorted(self.client.scheduler_info()["workers"])
+        for n, g in enumerate(lost):
+            _, group, _ = self.groups[g]
+            self.groups[g] = self._scattered(live[n % len(live)], group)
 
 
 _thread_state = threading.local()
