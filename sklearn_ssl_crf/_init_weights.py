@@ -45,9 +45,9 @@ def init_vector(init, layout, attributes, classes):
     column = {label: k for k, label in enumerate(classes)}
     labels = np.array([column[label] for label in init.classes_])
     row = {name: k for k, name in enumerate(attributes)}
-    shared = [(row[name], k) for k, name in enumerate(init.attributes_) if name in row]
-    new_rows, old_rows = (np.array(index, dtype=np.intp) for index in zip(*shared)) if shared \
-        else (np.zeros(0, dtype=np.intp),) * 2
+    old_rows = np.array([k for k, name in enumerate(init.attributes_) if name in row],
+                        dtype=np.intp)
+    new_rows = np.array([row[init.attributes_[k]] for k in old_rows], dtype=np.intp)
     n_labels = len(classes)
     state = np.zeros((len(attributes), n_labels))
     state[np.ix_(new_rows, labels)] = init.state_weights_[old_rows]

@@ -96,8 +96,10 @@ class _Samples:
 
     def _prepare(self, i):
         """Attributes of labelled sequence ``i``, its feature matrix over them and its
-        transpose (CSR both), its gold entries of the (n, S) unary array, and its gold
-        transitions (flat indices into the transition potentials, counts)."""
+        transpose (CSR both), its label codes (-1: unknown), its gold transitions (flat
+        indices into the transition potentials, counts; None when labels are unknown), its
+        weight, its tokens' margins (label costs; None without), and its gold entries of
+        the (n, S) unary array (None when labels are unknown)."""
         first, stop = self.sequences.offsets[i], self.sequences.offsets[i + 1]
         columns, local = _local_matrix(self.sequences.matrix[first:stop])
         n_labels = self.n_labels
@@ -107,7 +109,7 @@ class _Samples:
                    else np.where(labels >= 0, self.label_costs[labels], 0.0))
         if (labels < 0).any():
             # Some labels unknown: the clamped pass of `_sequence_gradient` reads them.
-            return columns, local, local.T.tocsr(), labels, None, None, weight, margins
+            return columns, local, local.T.tocsr(), labels, None, None, weight, margins, None
         gold = np.arange(labels.size) * n_labels + labels
         all_counts = transition_counts(labels, np.array([labels.size]), n_labels, self.order)
         entries = np.flatnonzero(all_counts)
@@ -175,7 +177,7 @@ class _Samples:
             -1, self.n_labels)
 
     def _sequence_gradient(self, trainer, prepared):
-        columns, local, local_t, labels, entries, counts, weight, margins, *gold = prepared
+        columns, local, local_t, labels, entries, counts, weight, margins, gold = prepared
         unary = local @ trainer.state_rows(columns)
         transition = self._potentials(trainer)
         # The partition function's potentials: with label costs, `log_likelihood`'s.
@@ -190,7 +192,6 @@ class _Samples:
             d_unary -= known_unary
             d_transition -= known_transition
         else:
-            gold = gold[0]
             loss = log_z - unary.ravel()[gold].sum() - transition.ravel()[entries] @ counts
             d_unary.ravel()[gold] -= 1.0
             d_transition.ravel()[entries] -= counts

@@ -128,10 +128,10 @@ def _partial_log_likelihood(packed, unary, partition_unary, transition, workspac
             "allows only the pairs seen among known labels): set "
             "all_possible_transitions=True")
     row_weights = packed.row_weights
-    d_transition = clamped_lattice.edge_marginal_sum(row_weights).copy()
+    clamped_edges = clamped_lattice.edge_marginal_sum(row_weights)
     d_unary = clamped_lattice.node_marginals(overwrite=True)
     lattice = chain_lattice(partition_unary, transition, packed.layout, workspace)
-    d_transition -= lattice.edge_marginal_sum(row_weights)
+    d_transition = clamped_edges - lattice.edge_marginal_sum(row_weights)
     d_unary -= lattice.node_marginals()
     if row_weights is not None:
         d_unary *= row_weights[:, None]
