@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ._checkpoints import RunCheckpoints
 from ._constraints import known_label_mask, resolve_constraints
 from ._contributions import ContributionsMixin
 from ._decoding import decode, posterior_marginals
@@ -120,6 +121,38 @@ class BaseCRF(LabelledSequenceTagsMixin, UncertaintyMixin, ContributionsMixin, B
     classes_ = size_ = num_attributes_ = attributes_ = training_log_ = None
 
     # -- input ---------------------------------------------------------------------------
+
+    def _run_checkpoints(self):
+        """Where the fit's optimisation runs keep their checkpoints (``checkpoint``), or
+        None."""
+        if self.checkpoint is None:
+            return None
+        return RunCheckpoints(self.checkpoint, self.checkpoint_every, self.verbose)
+
+    def _partial_inputs(self, X, y, classes):
+        """`_fit_inputs` for streaming: the vocabulary grows, the classes are fixed."""
+        X = as_sequence_list(X)
+        if len(X) == 0:
+            raise ValueError("X is empty")
+        if is_matrix_input(X):
+            sequences = matrices_to_sequence_matrix(
+                X, None if classes is not None else self.num_attributes_)
+            if classes is not None:
+                self.vectorizer_ = None
+        else:
+            if classes is not None:
+                self.vectorizer_ = SequenceVectorizer()
+            elif self.vectorizer_ is None:
+                raise TypeError("this model was trained on feature matrices; pass feature "
+                                "matrices, not dicts")
+            sequences = self.vectorizer_.extend_transform(X)
+        if classes is not None:
+            self.classes_ = list(classes)
+        labelled = self._labelled_sequences(sequences, y)
+        _, codes = encode_labels((y[i] for i in labelled), self.classes_)
+        if classes is not None:
+            self._set_label_settings(codes, sequences.lengths[labelled])
+        return sequences, labelled, codes
 
     def _fit_inputs(self, X, y, min_freq=0):
         """Featurise X, check y, learn the label set.

@@ -1,5 +1,6 @@
 """`CRF`: supervised linear-chain CRF trained by L-BFGS, a drop-in for sklearn_crfsuite.CRF."""
 
+import os
 from numbers import Integral, Real
 
 import numpy as np
@@ -103,6 +104,15 @@ class CRF(BaseCRF):
         Worker processes over which each objective evaluation spreads its chunks of sequences
         (the model is the same for any value; the chunks are memory-mapped, not copied, into
         the workers). None: one, in this process.
+    checkpoint : str or path-like, default=None
+        A directory (made if missing) where every optimisation run of the fit writes its
+        state every ``checkpoint_every`` iterations, and its result when it ends. A fit that
+        was interrupted (Ctrl-C, a lost machine) and is run again with the same data,
+        settings and directory reads the runs that had finished, resumes the one that had
+        not, and ends with the model of a fit never interrupted. The directory is kept (a
+        refit reads it); delete it once the model is saved. None: no checkpoint.
+    checkpoint_every : int, default=10
+        Iterations between two checkpoints of a running optimisation.
 
     Attributes
     ----------
@@ -184,6 +194,8 @@ class CRF(BaseCRF):
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "verbose": ["verbose"],
         "n_jobs": [Integral, None],
+        "checkpoint": [str, os.PathLike, None],
+        "checkpoint_every": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -205,6 +217,8 @@ class CRF(BaseCRF):
         class_weight=None,
         verbose=False,
         n_jobs=None,
+        checkpoint=None,
+        checkpoint_every=10,
     ):
         self.algorithm = algorithm
         self.c1 = c1
@@ -223,6 +237,8 @@ class CRF(BaseCRF):
         self.class_weight = class_weight
         self.verbose = verbose
         self.n_jobs = n_jobs
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
 
     @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
@@ -283,6 +299,7 @@ class CRF(BaseCRF):
                 num_memories=self.num_memories,
                 callback=callback,
                 verbose=self.verbose,
+                checkpoint=self._run_checkpoints(),
             )
 
     def _set_fitted_weights(self, result, layout):

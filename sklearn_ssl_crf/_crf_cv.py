@@ -62,6 +62,9 @@ class CRFCV(SemiSupervisedPath):
         As in `CRF`.
     n_jobs : int, default=None
         As in `CRF`.
+    checkpoint, checkpoint_every : str or path-like, int, default=None, 10
+        A directory where the fit's optimisation runs are checkpointed every
+        ``checkpoint_every`` iterations; a fit given it again resumes there (see `CRF`).
 
     Attributes
     ----------
@@ -119,6 +122,8 @@ training_log_, termination_condition_, vectorizer_
         class_weight=None,
         verbose=False,
         n_jobs=None,
+        checkpoint=None,
+        checkpoint_every=10,
     ):
         super().__init__(
             algorithm=algorithm, c1=c1, c2=c2, order=order, c2_transitions=c2_transitions,
@@ -127,7 +132,8 @@ training_log_, termination_condition_, vectorizer_
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
             constraints=constraints, class_weight=class_weight, verbose=verbose,
-            n_jobs=n_jobs,
+            n_jobs=n_jobs, checkpoint=checkpoint,
+            checkpoint_every=checkpoint_every,
         )
         self.cv = cv
         self.scoring = scoring

@@ -161,6 +161,11 @@ class GraphPRCRF(SemiSupervisedPath):
     n_jobs : int, default=None
         Worker processes over which the chunks of labelled and unlabelled sequences are
         spread, in the M-step and the E-step; the model is the same for any value.
+    checkpoint, checkpoint_every : str or path-like, int, default=None, 10
+        A directory where every L-BFGS run of the fit (the supervised starts, the M-steps)
+        is checkpointed every ``checkpoint_every`` iterations; a fit given it again reads
+        the finished runs and resumes the unfinished one: the same model (see `CRF`). The
+        graph and the E-steps are computed again.
 
     Attributes
     ----------
@@ -276,6 +281,8 @@ vectorizer_
         init=None,
         verbose=False,
         n_jobs=None,
+        checkpoint=None,
+        checkpoint_every=10,
     ):
         super().__init__(
             algorithm=algorithm, c1=c1, c2=c2, order=order, c2_transitions=c2_transitions,
@@ -284,7 +291,8 @@ vectorizer_
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
             constraints=constraints, class_weight=class_weight, verbose=verbose,
-            n_jobs=n_jobs,
+            n_jobs=n_jobs, checkpoint=checkpoint,
+            checkpoint_every=checkpoint_every,
         )
         self.init = init
         self.graph = graph

@@ -6,6 +6,7 @@ transformed element-wise before the step, ``theta <- (1 - eta lam) theta - eta h
 stopping rule follow CRFsuite's l2sgd.
 """
 
+import os
 from numbers import Integral, Real
 
 import numpy as np
@@ -14,9 +15,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseCRF, unlabelled_sequences
+from ._checkpoints import GeneratorState
 from ._crf import _check_dev_pair
 from ._init_weights import init_vector
-from ._interruption import unfitted_on_failure
+from ._interruption import unchanged_on_failure, unfitted_on_failure
 from ._parameters import WeightLayout
 from ._sample_weights import labelled_weights
 from ._selection import _BestEpoch
@@ -24,14 +26,9 @@ from ._semi_supervised import target_proportions
 from ._stochastic import _Samples, union_masks
 from ._threads import single_threaded_blas
 from ._validation import (
-    as_sequence_list,
     concatenate_inputs,
-    encode_labels,
-    is_matrix_input,
-    matrices_to_sequence_matrix,
     stack_sequences,
 )
-from .features import SequenceVectorizer
 from .metrics import has_spans
 from .optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from .optim.transforms import TRANSFORMS
@@ -120,6 +117,12 @@ class NaturalGradientCRF(BaseCRF):
         As in `EntropyRegularizedCRF`: its weights replace the supervised phase (``fit``).
     verbose : bool, default=False
         Print the calibration trials and, per epoch, the loss (and dev scores when given).
+    checkpoint : str or path-like, default=None
+        A directory where each phase of `fit` writes its state every ``checkpoint_every``
+        epochs and its result when it ends; a fit given it again resumes there, to the
+        model of a fit never interrupted (see `CRF`; the calibration is run again).
+    checkpoint_every : int, default=10
+        Epochs between two checkpoints.
 
     Attributes
     ----------
@@ -170,6 +173,7 @@ state_features_, transition_features_, size_, vectorizer_
     """
 
     _fit_state = ("_weights", "_random", "_rng", "_trainer", "_n_seen")  # kept between fits
+    _partial_fit_state = ("_trainer", "_rng", "vectorizer_")  # changed in place by calls
     _parameter_constraints = {
         "update": [StrOptions(set(TRANSFORMS))],
         "eps": [Interval(Real, 0, None, closed="neither")],
@@ -198,6 +202,8 @@ state_features_, transition_features_, size_, vectorizer_
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "init": "no_validation",
         "verbose": ["verbose"],
+        "checkpoint": [str, os.PathLike, None],
+        "checkpoint_every": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -229,6 +235,8 @@ state_features_, transition_features_, size_, vectorizer_
         class_weight=None,
         init=None,
         verbose=False,
+        checkpoint=None,
+        checkpoint_every=10,
     ):
         self.update = update
         self.eps = eps
@@ -257,6 +265,8 @@ state_features_, transition_features_, size_, vectorizer_
         self.class_weight = class_weight
         self.init = init
         self.verbose = verbose
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
 
     # -- training ------------------------------------------------------------------------
 
@@ -353,7 +363,9 @@ state_features_, transition_features_, size_, vectorizer_
                                       lambda data=data: data.epoch_batches(
                                           self.batch_size, self.shuffle, rng),
                                       max_epochs, period=self.period, delta=self.delta,
-                                      callback=callback, verbose=self.verbose)
+                                      callback=callback, verbose=self.verbose,
+                                      checkpoint=self._run_checkpoints(),
+                                      state=[GeneratorState(rng), data, kept])
             trainer.set_weights(result.state, result.transition)
             log += [dict(entry, phase=phase) if len(phases) > 1 else entry
                     for entry in result.log]
@@ -373,6 +385,7 @@ state_features_, transition_features_, size_, vectorizer_
         self._set_termination(*stop, "max_iterations")
         return self
 
+    @unchanged_on_failure
     def partial_fit(self, X, y, classes=None, X_unlabeled=None, sample_weight=None):
         """One epoch over a batch of sequences, continuing the learning-rate schedule.
 
@@ -401,6 +414,11 @@ state_features_, transition_features_, size_, vectorizer_
         -------
         self : NaturalGradientCRF
             The fitted estimator.
+
+        Notes
+        -----
+        A call that raises or is interrupted (Ctrl-C) leaves the estimator as it was
+        before the call: the model of the last complete call (unfitted before the first).
         """
         first = not hasattr(self, "_trainer")
         if first:
@@ -448,31 +466,6 @@ state_features_, transition_features_, size_, vectorizer_
                                    "learning_rate": trainer.learning_rate()})
         self._set_weights(trainer, allowed)
         return self
-
-    def _partial_inputs(self, X, y, classes):
-        """`_fit_inputs` for streaming: the vocabulary grows, the classes are fixed."""
-        X = as_sequence_list(X)
-        if len(X) == 0:
-            raise ValueError("X is empty")
-        if is_matrix_input(X):
-            sequences = matrices_to_sequence_matrix(
-                X, None if classes is not None else self.num_attributes_)
-            if classes is not None:
-                self.vectorizer_ = None
-        else:
-            if classes is not None:
-                self.vectorizer_ = SequenceVectorizer()
-            elif self.vectorizer_ is None:
-                raise TypeError("this model was trained on feature matrices; pass feature "
-                                "matrices, not dicts")
-            sequences = self.vectorizer_.extend_transform(X)
-        if classes is not None:
-            self.classes_ = list(classes)
-        labelled = self._labelled_sequences(sequences, y)
-        _, codes = encode_labels((y[i] for i in labelled), self.classes_)
-        if classes is not None:
-            self._set_label_settings(codes, sequences.lengths[labelled])
-        return sequences, labelled, codes
 
     def _has_unlabelled_terms(self):
         return self.gamma > 0 or self.proportion_weight > 0

@@ -42,6 +42,17 @@ class _Iterates:
                 f"stopped: no better validation score in {self.patience} iterations", entry)
         return entry
 
+    def checkpoint_state(self):
+        """What an L-BFGS run's iterations change (`optim.minimize_lbfgs`'s checkpoints),
+        and the patience."""
+        return {"scores": list(self.scores), "best_iteration": self.best_iteration,
+                "best_theta": None if self.best_theta is None else np.array(self.best_theta),
+                "patience": self.patience}
+
+    def restore_checkpoint_state(self, state):
+        self.scores, self.best_iteration = list(state["scores"]), state["best_iteration"]
+        self.best_theta = state["best_theta"]
+
 
 class _HeldOut:
     """Held-out labelled sequences and the scorer that rates an iterate on them.
@@ -206,3 +217,11 @@ class _BestEpoch:
         if self.weights is None or scores[self.key] > self.scores[self.epoch]:
             self.epoch = epoch
             self.weights = tuple(np.array(weights) for weights in trainer.weights())
+
+    def checkpoint_state(self):
+        return {"scores": list(self.scores), "epoch": self.epoch,
+                "weights": None if self.weights is None else list(self.weights)}
+
+    def restore_checkpoint_state(self, state):
+        self.scores, self.epoch = list(state["scores"]), state["epoch"]
+        self.weights = None if state["weights"] is None else tuple(state["weights"])

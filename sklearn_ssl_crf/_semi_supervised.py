@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import StrOptions
 from ._base import unlabelled_sequences
 from ._interruption import unfitted_on_failure
 from ._training import SELECTABLE, SemiSupervisedPath
-from ._training_data import Phase, logging_callback
+from ._training_data import LoggingCallback, Phase
 from .objective._weights import entropy_regularised_objective
 
 __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]
@@ -136,6 +136,10 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
     n_jobs : int, default=None
         Worker processes over which the chunks of labelled and unlabelled sequences are
         spread; the model is the same for any value.
+    checkpoint, checkpoint_every : str or path-like, int, default=None, 10
+        A directory where every L-BFGS run of the fit (selection's, the refit's) is
+        checkpointed every ``checkpoint_every`` iterations; a fit given it again reads the
+        finished runs and resumes the unfinished one: the same model (see `CRF`).
 
     Attributes
     ----------
@@ -241,6 +245,8 @@ vectorizer_
         init=None,
         verbose=False,
         n_jobs=None,
+        checkpoint=None,
+        checkpoint_every=10,
     ):
         super().__init__(
             algorithm=algorithm, c1=c1, c2=c2, order=order, c2_transitions=c2_transitions,
@@ -249,7 +255,8 @@ vectorizer_
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
             constraints=constraints, class_weight=class_weight, verbose=verbose,
-            n_jobs=n_jobs,
+            n_jobs=n_jobs, checkpoint=checkpoint,
+            checkpoint_every=checkpoint_every,
         )
         self.init = init
         self.gamma = gamma
@@ -331,7 +338,7 @@ vectorizer_
         objective, parts = self._semi_supervised_objective(fold, unlabelled, gamma, weight)
         objective(theta)  # iteration 0's entry: the objective's parts at the start
         log = [dict(parts, num=0, phase="semi-supervised", **start)]
-        result = self._minimize(objective, theta, logging_callback(on_iteration, parts),
+        result = self._minimize(objective, theta, LoggingCallback(on_iteration, parts),
                                 max_iterations=max_iterations, c1=fold.c1)
         log += [dict(entry, phase="semi-supervised") for entry in result.log]
         return Phase(result.x, log, result.n_iter, result.termination_condition,
@@ -416,6 +423,9 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
         As in `EntropyRegularizedCRF`.
     n_jobs : int, default=None
         As in `EntropyRegularizedCRF`.
+    checkpoint, checkpoint_every : str or path-like, int, default=None, 10
+        A directory where the fit's optimisation runs are checkpointed every
+        ``checkpoint_every`` iterations; a fit given it again resumes there (see `CRF`).
 
     Attributes
     ----------
@@ -476,6 +486,8 @@ transition_features_, size_, termination_condition_, vectorizer_
         init=None,
         verbose=False,
         n_jobs=None,
+        checkpoint=None,
+        checkpoint_every=10,
     ):
         super().__init__(
             gamma=gamma, proportion_weight=proportion_weight,
@@ -489,7 +501,8 @@ transition_features_, size_, termination_condition_, vectorizer_
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
             constraints=constraints, class_weight=class_weight, init=init,
-            verbose=verbose, n_jobs=n_jobs,
+            verbose=verbose, n_jobs=n_jobs, checkpoint=checkpoint,
+            checkpoint_every=checkpoint_every,
         )
 
 

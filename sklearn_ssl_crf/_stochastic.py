@@ -6,6 +6,7 @@ terms of `objective` (the unlabelled ones with a running mean of the label propo
 import numpy as np
 import scipy.sparse as sp
 
+from ._checkpoints import digest
 from ._crf import _label_cooccurrence
 from ._parameters import WeightLayout, seen_structure, transition_masks
 from .inference import Workspace, chain_statistics
@@ -58,6 +59,24 @@ class _Samples:
         self.batches = None
         self._prepared_batches = {}
         self._workspace = Workspace()
+        self._digest = None
+
+    def checkpoint_state(self):
+        """What the epochs change (the running label proportions, the batches drawn), and
+        a digest of the sequences, labels and settings (`optim.minimize_sgd`'s
+        checkpoints: a record of other data is not this run's)."""
+        if self._digest is None:
+            matrix = self.sequences.matrix
+            self._digest = digest(
+                matrix.data, matrix.indices, matrix.indptr, self.sequences.offsets,
+                self.n_labelled, self.codes, self.weights, self.label_costs, self.order,
+                self.gamma, self.proportion_weight, self.target)
+        return {"data": self._digest, "label_mass": self._label_mass,
+                "token_mass": self._token_mass, "batches": self.batches}
+
+    def restore_checkpoint_state(self, state):
+        self._label_mass, self._token_mass = state["label_mass"], state["token_mass"]
+        self.batches = state["batches"]
 
     def labelled_packed(self):
         rows = self.sequences.offsets[self.n_labelled]

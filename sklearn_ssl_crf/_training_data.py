@@ -70,15 +70,23 @@ class _Run:
     iterates: _Iterates
 
 
-def logging_callback(on_iteration, parts):
+class LoggingCallback:
     """An L-BFGS callback that logs the dict ``parts`` (filled by the objective) with what
-    ``on_iteration`` returns, and passes its ``StopIteration`` on with them."""
+    ``on_iteration`` returns, and passes its ``StopIteration`` on with them; its checkpoint
+    state is ``on_iteration``'s."""
 
-    def callback(iteration, theta):
+    def __init__(self, on_iteration, parts):
+        self.on_iteration, self.parts = on_iteration, parts
+
+    def __call__(self, iteration, theta):
         try:
-            return dict(parts, **on_iteration(iteration, theta))
+            return dict(self.parts, **self.on_iteration(iteration, theta))
         except StopIteration as stop:
             reason, message, entry = stop.args
-            raise StopIteration(reason, message, dict(parts, **entry))
+            raise StopIteration(reason, message, dict(self.parts, **entry))
 
-    return callback
+    def checkpoint_state(self):
+        return self.on_iteration.checkpoint_state()
+
+    def restore_checkpoint_state(self, state):
+        self.on_iteration.restore_checkpoint_state(state)

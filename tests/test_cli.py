@@ -374,3 +374,44 @@ def test_pickle_models_are_loaded_only_when_trusted(corpus, tmp_path, capsys):
     assert main(["tag", str(pickled), str(paths["test"]), "--format", "columns",
                  "--trusted"]) == 0
     assert main(["evaluate", str(pickled), str(paths["test"]), "--trusted"]) == 0
+
+
+def test_train_resumes_from_its_checkpoint(corpus, tmp_path, capsys, monkeypatch):
+    """Interrupted (Ctrl-C) mid-fit, ``train --checkpoint`` says where the checkpoints are
+    and exits with 130; the same command then finishes with the model of a run never
+    interrupted."""
+    from sklearn_ssl_crf.parallel import ChunkedSequences
+
+    folder, paths = corpus
+    command = ["train", str(paths["train"]), "--unlabelled", str(paths["unlabelled"]),
+               "--token-columns", "0", "--method", "entropy", "--cv", "2", "--c1", "0",
+               "--max-iterations", "25", "--quiet"]
+    assert main([*command, "--model", str(tmp_path / "reference.skops")]) == 0
+    reference = load(tmp_path / "reference.skops")
+    capsys.readouterr()
+
+    calls = {"n": 0}
+    original = ChunkedSequences.sum
+
+    def interrupted(chunks, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 150:
+            raise KeyboardInterrupt
+        return original(chunks, *args, **kwargs)
+
+    monkeypatch.setattr(ChunkedSequences, "sum", interrupted)
+    checkpoint = tmp_path / "checkpoint"
+    resumable = [*command, "--model", str(tmp_path / "model.skops"),
+                 "--checkpoint", str(checkpoint), "--checkpoint-every", "5"]
+    assert main(resumable) == 130
+    err = capsys.readouterr().err
+    assert f"checkpoints in {checkpoint}" in err
+    assert f"interrupted; the same command resumes from the checkpoints in {checkpoint}" in err
+    assert not (tmp_path / "model.skops").exists()
+    assert len(list(checkpoint.glob("run-*.npz"))) > 1  # runs done before the interruption
+    monkeypatch.undo()
+    assert main(resumable) == 0
+    model = load(tmp_path / "model.skops")
+    for name in ("state_weights_", "transition_weights_"):
+        np.testing.assert_array_equal(getattr(model[-1], name), getattr(reference[-1], name))
+    assert model[-1].best_params_ == reference[-1].best_params_

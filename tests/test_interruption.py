@@ -99,3 +99,47 @@ def test_a_failing_fit_leaves_graph_propagation_unfitted(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         model.fit(X, y)
     assert fitted_names(model) == []
+
+
+@pytest.mark.parametrize("when", [1, 5])
+@pytest.mark.parametrize("call", [0, 2])
+def test_an_interrupted_partial_fit_leaves_the_last_complete_call(call, when, monkeypatch):
+    """Interrupted mid-epoch, a call to partial_fit leaves the model of the calls before
+    it (unfitted before the first), its vocabulary included; the call made again gives the
+    model of calls never interrupted."""
+    X, y = make_sequences(90, features="dict", random_state=0)
+    classes = sorted({label for labels in y for label in labels})
+    # The third batch brings attributes the first two lack.
+    batches = [(X[k:k + 30], y[k:k + 30]) for k in range(0, 90, 30)]
+    batches[2][0][0][0]["unseen attribute"] = 1.0
+
+    def make():
+        return NaturalGradientCRF(batch_size=4, gamma=0.1, eta0=0.1, random_state=0)
+
+    reference = make()
+    for batch in batches:
+        reference.partial_fit(*batch, classes=classes)
+    model = make()
+    for batch in batches[:call]:
+        model.partial_fit(*batch, classes=classes)
+    before = {name: value.copy() if isinstance(value, np.ndarray) else value
+              for name, value in vars(model).items() if not name.startswith("_")}
+    calls = interrupt_after(monkeypatch, when)
+    with pytest.raises(KeyboardInterrupt):
+        model.partial_fit(*batches[call], classes=classes)
+    assert calls["n"] == when
+    after = {name: value for name, value in vars(model).items() if not name.startswith("_")}
+    assert sorted(after) == sorted(before)
+    for name, value in before.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(after[name], value)
+        elif name != "vectorizer_":
+            assert after[name] == value, name
+    if call:
+        assert len(model.vectorizer_.vocabulary_) == model.num_attributes_
+    monkeypatch.undo()
+    for batch in batches[call:]:
+        model.partial_fit(*batch, classes=classes)
+    np.testing.assert_array_equal(model.state_weights_, reference.state_weights_)
+    np.testing.assert_array_equal(model.transition_weights_, reference.transition_weights_)
+    assert model.training_log_ == reference.training_log_

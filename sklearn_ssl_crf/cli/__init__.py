@@ -38,6 +38,12 @@ def main(argv=None):
         # documentation advises, with stdout pointed at devnull for the final flush.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:
+        where = getattr(args, "checkpoint", None)
+        print(f"{_PROG} {args.command}: interrupted" + (
+            f"; the same command resumes from the checkpoints in {where}" if where else ""),
+            file=sys.stderr)
+        return 130
     except (ValueError, OSError, ImportError) as error:
         # Bad input, not a bug of ours: one line, no traceback (argparse's status for
         # usage errors is 2 as well).

@@ -127,6 +127,13 @@ def add_parser(subparsers):
                         "format, which loads without running code (needs skops: pip "
                         "install 'sklearn_ssl_crf[cli]'), unless the name ends in .joblib "
                         "(a pickle, which tag and evaluate load only with --trusted)")
+    parser.add_argument("--checkpoint", metavar="DIR",
+                        help="directory (made if missing) where the fit's optimisation runs "
+                        "are checkpointed: after an interruption, the same command resumes "
+                        "where it stopped, and ends with the model of an uninterrupted run; "
+                        "delete the directory once the model is written")
+    parser.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
+                        help="iterations (ngd: epochs) between two checkpoints (default 10)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)
     return parser
@@ -162,6 +169,10 @@ def run(args):
     progress(f"features in {time.perf_counter() - started:.1f} s")
 
     estimator = _estimator(args, settings)
+    if args.checkpoint:
+        # Said even with --quiet: after a crash, this is where the work is.
+        print(f"sklearn-ssl-crf train: checkpoints in {args.checkpoint} (the same command "
+              "resumes from them)", file=sys.stderr, flush=True)
     progress(f"training {type(estimator).__name__}")
     fit_started = time.perf_counter()
     features_unlabelled = window.transform(iter(unlabelled)) if unlabelled else None
@@ -256,6 +267,7 @@ def _estimator(args, settings):
     c2_transitions, if given, one value)."""
     common = {"order": args.order, "max_iterations": args.max_iterations,
               "constraints": None if args.constraints == "none" else args.constraints,
+              "checkpoint": args.checkpoint, "checkpoint_every": args.checkpoint_every,
               **settings}
     method = ESTIMATORS[args.method]
     if args.method == "crf" and not (

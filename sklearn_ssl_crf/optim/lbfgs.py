@@ -77,6 +77,7 @@ def minimize_lbfgs(
     max_linesearch=20,
     callback=None,
     verbose=False,
+    checkpoint=None,
 ):
     """Minimise ``fun(x) + c1 * ||x||_1`` with L-BFGS (OWL-QN when ``c1 > 0``).
 
@@ -110,6 +111,15 @@ def minimize_lbfgs(
         dict ``entry``.
     verbose : bool, default=False
         Print one line per iteration.
+    checkpoint : object, default=None
+        A store of run records (``key(*parts)``, ``read(key)``, ``write(key, record)``,
+        ``say(message)`` and ``every``; the package's ``_checkpoints.RunCheckpoints``),
+        where the run's state is written every ``checkpoint.every`` iterations and its
+        result when it ends. A run that finds its own record there (the same start,
+        objective, settings, memory and callback state) returns the recorded result, or
+        goes on from the recorded iteration: the result of a run never interrupted. A
+        callback with state gives it as ``callback.checkpoint_state()`` (a dict of arrays
+        and JSON values) and takes it back with ``callback.restore_checkpoint_state``.
 
     Returns
     -------
@@ -123,6 +133,7 @@ def minimize_lbfgs(
     elif history.s.shape != (num_memories, n):
         raise ValueError(f"fun.lbfgs_history holds {history.s.shape[0]} pairs of size "
                          f"{history.s.shape[1]}; this run needs {num_memories} of size {n}")
+    warm = getattr(fun, "lbfgs_history", None) is not None
     value, gradient = fun(x)
 
     def loss_of(value, x):
@@ -133,6 +144,25 @@ def minimize_lbfgs(
     n_evaluations = 1
     log, started = [], time.perf_counter()
     reason = message = None
+    if checkpoint is not None:
+        settings = dict(c1=c1, max_iterations=max_iterations, epsilon=epsilon, period=period,
+                        delta=delta, num_memories=num_memories, max_linesearch=max_linesearch)
+        # A shared memory is named by the record of the run that left it (see
+        # `_record_result`): the runs of a chain are keyed one after another.
+        key = checkpoint.key(x, value, gradient, settings,
+                             history.record_key if warm else None, _callback_state(callback))
+        record = checkpoint.read(key)
+        if record is not None and record["finished"]:
+            _restore(record, history, callback, warm, key)
+            checkpoint.say(f"run {key} read ({record['result']['n_iter']} iterations)")
+            return LBFGSResult(**record["result"])
+        if record is not None:
+            _restore(record, history, callback, warm, key)
+            x, value, gradient, loss = (record["x"], record["value"], record["gradient"],
+                                        record["loss"])
+            n_evaluations, log = record["n_evaluations"], record["log"]
+            started -= log[-1]["time"]
+            checkpoint.say(f"run {key} resumed at iteration {len(log)}")
     max_iterations = np.inf if max_iterations is None else max_iterations
 
     steepest = pseudo_gradient(x, gradient, c1)
@@ -192,6 +222,11 @@ def minimize_lbfgs(
             print(_format_entry(entry, max_iterations), flush=True)
         if reason is not None:
             break
+        if checkpoint is not None and len(log) % checkpoint.every == 0:
+            checkpoint.write(key, dict(
+                finished=False, x=x, value=value, gradient=gradient, loss=loss,
+                n_evaluations=n_evaluations, log=log, history=history.pairs(),
+                callback=_callback_state(callback)))
         if error_norm / max(1.0, feature_norm) < epsilon:
             reason, message = "converged", "gradient norm below epsilon"
             break
@@ -203,8 +238,45 @@ def minimize_lbfgs(
                 break
     if reason is None:
         reason, message = "max_iter", f"stopped at its cap of {len(log)} iterations"
-    return LBFGSResult(x=x, fun=float(loss), n_iter=len(log), log=log,
-                       termination_condition=reason, message=message)
+    result = LBFGSResult(x=x, fun=float(loss), n_iter=len(log), log=log,
+                         termination_condition=reason, message=message)
+    if checkpoint is not None:
+        _record_result(checkpoint, key, result, history if warm else None, callback)
+    return result
+
+
+def _callback_state(callback):
+    state = getattr(callback, "checkpoint_state", None)
+    return None if state is None else state()
+
+
+def _restore(record, history, callback, warm, key):
+    """Put the memory and the callback back in the state ``record`` (filed under ``key``)
+    holds; the memory of a run that shares it with the next ones (``warm``) only if the
+    record holds it (see `_record_result`)."""
+    if record["callback"] is not None:
+        callback.restore_checkpoint_state(record["callback"])
+    if record["history"] is not None:
+        history.restore(*record["history"])
+    if warm and record["finished"]:
+        history.record_key = key
+
+
+def _record_result(checkpoint, key, result, shared_history, callback):
+    """Write a finished run's record. A memory shared with the runs that follow (an EM's
+    M-steps) is kept in the newest record of that chain only: a resumed fit reads every
+    earlier run and continues from the newest, so the earlier ones' copies are dropped
+    (after the new record is written: a record of the memory is never missing)."""
+    record = dict(finished=True, result=vars(result), callback=_callback_state(callback),
+                  history=None if shared_history is None else shared_history.pairs())
+    checkpoint.write(key, record)
+    if shared_history is None:
+        return
+    previous, shared_history.record_key = shared_history.record_key, key
+    if previous is not None and previous != key:
+        earlier = checkpoint.read(previous)
+        if earlier is not None and earlier["history"] is not None:
+            checkpoint.write(previous, dict(earlier, history=None))
 
 
 class CurvatureHistory:
@@ -224,6 +296,8 @@ class CurvatureHistory:
         self.rho = np.empty(m)
         self.m, self.size, self.newest = m, 0, -1
         self._alpha = np.empty(m)
+        # The checkpoint record of the run that left these pairs (`minimize_lbfgs`).
+        self.record_key = None
 
     def push(self, x_new, x, gradient_new, gradient):
         """Store ``s = x_new - x`` and ``y = gradient_new - gradient``."""
@@ -239,6 +313,17 @@ class CurvatureHistory:
         self.newest = slot
         self.rho[slot] = 1.0 / curvature
         self.size = min(self.size + 1, self.m)
+
+    def pairs(self):
+        """The pairs kept, oldest first: ``[s, y, rho]`` (arrays of ``size`` rows)."""
+        order = [(self.newest - k) % self.m for k in reversed(range(self.size))]
+        return [self.s[order], self.y[order], self.rho[order]]
+
+    def restore(self, s, y, rho):
+        """Hold the pairs ``s, y, rho`` (oldest first, as `pairs` gives them)."""
+        self.size = len(rho)
+        self.s[:self.size], self.y[:self.size], self.rho[:self.size] = s, y, rho
+        self.newest = self.size - 1
 
     def apply_inverse_hessian(self, gradient):
         """Two-loop recursion: the L-BFGS approximation of ``H^-1 @ gradient``."""

@@ -118,6 +118,17 @@ class SGDTrainer:
                 self.state_mask = np.vstack(
                     [self.state_mask, np.zeros((extra, self.state.shape[1]), dtype=bool)])
 
+    def checkpoint_state(self):
+        """The weights and the schedule (`minimize_sgd`'s checkpoints)."""
+        return {"state": self.state, "transition": self.transition,
+                "scale": self.scale, "t": self.t, "lam": self.lam, "eta0": self.eta0,
+                "lam_transitions": self.lam_transitions}
+
+    def restore_checkpoint_state(self, state):
+        self.state[...], self.transition[...] = state["state"], state["transition"]
+        self.scale, self.t, self.lam = state["scale"], state["t"], state["lam"]
+        self.eta0, self.lam_transitions = state["eta0"], state["lam_transitions"]
+
     def set_weights(self, state, transition):
         self.state[...] = state
         self.transition[...] = transition
@@ -226,7 +237,7 @@ class SGDResult:
 
 
 def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=1e-6,
-                 callback=None, verbose=False):
+                 callback=None, verbose=False, checkpoint=None, state=()):
     """Epochs of `sgd_epoch` with CRFsuite's stopping rule: stop when the loss improved by
     less than ``delta`` (relative) over the last ``period`` epochs.
 
@@ -239,18 +250,42 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
     max_epochs : int
     callback : callable, default=None
         ``callback(epoch, trainer) -> dict`` of extra log entries (dev scores).
+    checkpoint : object, default=None
+        Where the run's state is written every ``checkpoint.every`` epochs and its result
+        when it ends (see `minimize_lbfgs`): a run that finds its own record there (the
+        same settings and the same state of the trainer and of ``state``) returns the
+        recorded result or goes on from the recorded epoch.
+    state : sequence, default=()
+        Other objects whose state the epochs change (the random generator that orders the
+        batches, the data's running estimates, what the callback keeps), each with
+        ``checkpoint_state()`` and ``restore_checkpoint_state(state)``.
 
     Returns
     -------
     SGDResult
     """
+    holders = [trainer, *state]
     best_loss, best = np.inf, trainer.weights()
     history = []
     log = []
     termination, message = "max_iter", f"stopped at its cap of {max_epochs} epochs"
     epoch = 0
     elapsed = 0.0
-    for epoch in range(1, max_epochs + 1):
+    if checkpoint is not None:
+        key = checkpoint.key(dict(max_epochs=max_epochs, period=period, delta=delta),
+                             [holder.checkpoint_state() for holder in holders])
+        record = checkpoint.read(key)
+        if record is not None:
+            for holder, held in zip(holders, record["holders"]):
+                holder.restore_checkpoint_state(held)
+            if record["finished"]:
+                checkpoint.say(f"run {key} read ({record['result']['n_iter']} epochs)")
+                return SGDResult(**record["result"])
+            best_loss, best, history, log = (record["best_loss"], tuple(record["best"]),
+                                             record["history"], record["log"])
+            elapsed = sum(entry["time"] for entry in log)
+            checkpoint.say(f"run {key} resumed at epoch {len(log)}")
+    for epoch in range(len(log) + 1, max_epochs + 1):
         started = time.perf_counter()
         loss = _epoch_loss(trainer, gradient, epoch_batches())
         entry = {
@@ -283,4 +318,12 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
                 history.append(loss)
                 break
         history.append(loss)
-    return SGDResult(best[0], best[1], epoch, log, termination, message)
+        if checkpoint is not None and epoch % checkpoint.every == 0 and epoch < max_epochs:
+            checkpoint.write(key, dict(
+                finished=False, best_loss=best_loss, best=list(best), history=history,
+                log=log, holders=[holder.checkpoint_state() for holder in holders]))
+    result = SGDResult(best[0], best[1], epoch, log, termination, message)
+    if checkpoint is not None:
+        checkpoint.write(key, dict(finished=True, result=vars(result),
+                                   holders=[holder.checkpoint_state() for holder in holders]))
+    return result

@@ -1,0 +1,174 @@
+"""Checkpoints of optimisation runs: a directory holding, for every run of a fit, the state
+of its last checkpointed iteration (while it runs) or its result (once it has finished).
+
+A record is filed under a digest of everything the run starts from: its start, the
+objective's value and gradient there (so a record of other data or other settings is never
+taken for this run's), its settings, and the state of the quasi-Newton memory and of the
+callback it begins with. A fit that is run again after an interruption therefore meets
+every run it had finished (it reads their results instead of iterating) and resumes the one
+it was in from its last checkpoint; with deterministic runs that is the model of a fit that
+was never interrupted. Runs in worker processes write records of their own: nothing is
+keyed on the order in which runs happen.
+
+Records are NumPy ``.npz`` files read without pickle (a damaged or foreign file executes
+nothing), written atomically (a record is whole or absent).
+"""
+
+import hashlib
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ._files import atomic_path
+
+__all__ = ["RunCheckpoints", "GeneratorState", "digest"]
+
+#: The file that marks a directory as a checkpoint (and the format of its records).
+_MARKER = "sklearn_ssl_crf-checkpoint.json"
+_FORMAT = {"format": "sklearn_ssl_crf optimisation checkpoint", "version": 1}
+
+
+class RunCheckpoints:
+    """The checkpoint directory of a fit.
+
+    Parameters
+    ----------
+    directory : str or path-like
+        Created if missing; an existing directory must be empty or a checkpoint already.
+    every : int, default=10
+        Iterations between two checkpoints of a running optimisation.
+    verbose : bool, default=False
+        Say when a run is read or resumed from the directory.
+    """
+
+    def __init__(self, directory, every=10, verbose=False):
+        self.directory = Path(os.fspath(directory))
+        self.every, self.verbose = every, verbose
+        self._opened = False
+
+    def key(self, *parts):
+        """The name of the record of a run starting from ``parts`` (`digest`)."""
+        return digest(*parts)
+
+    def read(self, key):
+        """The record filed under ``key`` (a dict whose arrays are NumPy arrays), or None."""
+        path = self._path(key)
+        if not path.exists():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as stored:
+                arrays = {name: stored[name] for name in stored.files}
+            meta = json.loads(str(arrays.pop("__meta__")))
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+            raise ValueError(f"{path}: not a readable checkpoint record ({error}); delete it "
+                             "(the run it held starts again)") from None
+        return _rebuilt(meta, arrays)
+
+    def write(self, key, record):
+        """File ``record`` (a dict of arrays, JSON values and dicts of these) under ``key``,
+        atomically."""
+        self._open()
+        arrays = {}
+        meta = _flattened(record, arrays)
+        arrays["__meta__"] = np.array(json.dumps(meta))
+        with atomic_path(self._path(key)) as temporary, open(temporary, "wb") as file:
+            np.savez(file, **arrays)
+
+    def say(self, message):
+        if self.verbose:
+            print(f"checkpoint {self.directory}: {message}", flush=True)
+
+    def _path(self, key):
+        return self.directory / f"run-{key}.npz"
+
+    def _open(self):
+        """Make the directory, or check that it is a checkpoint (or empty)."""
+        if self._opened:
+            return
+        marker = self.directory / _MARKER
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ValueError(f"checkpoint={str(self.directory)!r} is a file; give a "
+                             "directory (created if missing)")
+        if self.directory.is_dir() and any(self.directory.iterdir()):
+            try:
+                known = json.loads(marker.read_text()) == _FORMAT
+            except (OSError, ValueError):
+                known = False
+            if not known:
+                raise ValueError(
+                    f"checkpoint={str(self.directory)!r} is a directory that is neither "
+                    f"empty nor a checkpoint of this package (no {_MARKER} of version "
+                    f"{_FORMAT['version']}); give an empty or new directory")
+        else:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with atomic_path(marker) as temporary:
+                Path(temporary).write_text(json.dumps(_FORMAT))
+        self._opened = True
+
+
+def digest(*parts):
+    """Digest of ``parts`` (arrays, numbers, strings, None, and dicts or lists of these):
+    equal for equal values, dtypes and shapes."""
+    hashed = hashlib.blake2b(digest_size=16)
+    _feed(hashed, parts)
+    return hashed.hexdigest()
+
+
+class GeneratorState:
+    """A NumPy ``Generator``'s state as checkpoints take it (``checkpoint_state`` and
+    ``restore_checkpoint_state``)."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def checkpoint_state(self):
+        return self.rng.bit_generator.state
+
+    def restore_checkpoint_state(self, state):
+        self.rng.bit_generator.state = state
+
+
+def _feed(digest, value):
+    if isinstance(value, np.ndarray):
+        array = np.ascontiguousarray(value)
+        digest.update(f"array {array.dtype.str} {array.shape}".encode())
+        digest.update(array.tobytes())
+    elif isinstance(value, dict):
+        digest.update(b"dict")
+        for name in sorted(value):
+            digest.update(repr(name).encode())
+            _feed(digest, value[name])
+    elif isinstance(value, (list, tuple)):
+        digest.update(f"list {len(value)}".encode())
+        for item in value:
+            _feed(digest, item)
+    else:
+        digest.update(repr(value).encode())
+
+
+def _flattened(value, arrays):
+    """``value`` with its arrays replaced by references to entries added to ``arrays``."""
+    if isinstance(value, np.ndarray):
+        name = f"a{len(arrays)}"
+        arrays[name] = value
+        return {"__array__": name}
+    if isinstance(value, dict):
+        return {name: _flattened(item, arrays) for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_flattened(item, arrays) for item in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _rebuilt(meta, arrays):
+    if isinstance(meta, dict):
+        if set(meta) == {"__array__"}:
+            return arrays[meta["__array__"]]
+        return {name: _rebuilt(item, arrays) for name, item in meta.items()}
+    if isinstance(meta, list):
+        return [_rebuilt(item, arrays) for item in meta]
+    return meta
