@@ -17,6 +17,7 @@ nothing), written atomically (a record is whole or absent).
 import hashlib
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -29,6 +30,10 @@ __all__ = ["RunCheckpoints", "GeneratorState", "digest"]
 #: The file that marks a directory as a checkpoint (and the format of its records).
 _MARKER = "sklearn_ssl_crf-checkpoint.json"
 _FORMAT = {"format": "sklearn_ssl_crf optimisation checkpoint", "version": 1}
+#: The names this package writes in a checkpoint: the marker, records, and the temporary
+#: files of either while it is written (`atomic_path`).
+_RECORD_NAME = re.compile(r"(\.)?(run-[0-9a-f]{32}\.npz|" + re.escape(_MARKER)
+                          + r")(?(1)\.[^/]*\.tmp|)")
 
 
 class RunCheckpoints:
@@ -55,6 +60,7 @@ class RunCheckpoints:
 
     def read(self, key):
         """The record filed under ``key`` (a dict whose arrays are NumPy arrays), or None."""
+        self._open()
         path = self._path(key)
         if not path.exists():
             return None
@@ -85,25 +91,30 @@ class RunCheckpoints:
         return self.directory / f"run-{key}.npz"
 
     def _open(self):
-        """Make the directory, or check that it is a checkpoint (or empty)."""
+        """Make the directory, or check that it is a checkpoint (or empty). Processes that
+        fit at once (folds in workers, a grid search) may open a new directory together:
+        one's half-written marker does not make it foreign to another."""
         if self._opened:
             return
-        marker = self.directory / _MARKER
         if self.directory.exists() and not self.directory.is_dir():
             raise ValueError(f"checkpoint={str(self.directory)!r} is a file; give a "
                              "directory (created if missing)")
-        if self.directory.is_dir() and any(self.directory.iterdir()):
-            try:
-                known = json.loads(marker.read_text()) == _FORMAT
-            except (OSError, ValueError):
-                known = False
-            if not known:
-                raise ValueError(
-                    f"checkpoint={str(self.directory)!r} is a directory that is neither "
-                    f"empty nor a checkpoint of this package (no {_MARKER} of version "
-                    f"{_FORMAT['version']}); give an empty or new directory")
-        else:
-            self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        marker = self.directory / _MARKER
+        try:
+            known = json.loads(marker.read_text()) == _FORMAT
+        except FileNotFoundError:
+            known = None
+        except (OSError, ValueError):
+            known = False
+        foreign = [path.name for path in self.directory.iterdir()
+                   if not _RECORD_NAME.fullmatch(path.name)]
+        if known is False or (known is None and foreign):
+            raise ValueError(
+                f"checkpoint={str(self.directory)!r} is a directory that is neither "
+                f"empty nor a checkpoint of this package (no {_MARKER} of version "
+                f"{_FORMAT['version']}); give an empty or new directory")
+        if known is None:
             with atomic_path(marker) as temporary:
                 Path(temporary).write_text(json.dumps(_FORMAT))
         self._opened = True

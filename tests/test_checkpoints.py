@@ -234,6 +234,33 @@ def test_records_are_written_atomically_and_read_without_pickle(tmp_path):
         minimize_lbfgs(objective(), np.zeros(30), checkpoint=checkpoints)
 
 
+def test_records_written_by_worker_processes_are_read(tmp_path, monkeypatch):
+    """With n_jobs=2 the folds are fitted in worker processes, which open the new
+    directory at once and write their runs' records; a fit in one process then reads them
+    all."""
+    X, y = corpus()
+    directory = tmp_path / "checkpoint"
+    reference = MAKERS["EntropyRegularizedCRF"]().fit(X, y)
+    parallel = MAKERS["EntropyRegularizedCRF"](checkpoint=directory, n_jobs=2).fit(X, y)
+    assert_same_model(parallel, reference)
+    counter = Evaluations(monkeypatch)
+    again = MAKERS["EntropyRegularizedCRF"](checkpoint=directory).fit(X, y)
+    assert_same_model(again, reference)
+    assert counter.lbfgs == counter.runs > 2 * 4  # the folds' runs too
+
+
+def test_a_checkpoint_being_opened_by_another_process_is_not_foreign(tmp_path):
+    # Another process's marker is half-written (its temporary file) and a record is there.
+    (tmp_path / ".sklearn_ssl_crf-checkpoint.json.x8f2.tmp").write_text("{")
+    (tmp_path / f"run-{'0' * 32}.npz").write_bytes(b"")
+    minimize_lbfgs(objective(), np.zeros(30), checkpoint=RunCheckpoints(tmp_path))
+    assert len(list(tmp_path.glob("run-*.npz"))) == 2
+    # A marker of another format is not ours.
+    (tmp_path / "sklearn_ssl_crf-checkpoint.json").write_text('{"version": 0}')
+    with pytest.raises(ValueError, match="neither empty nor a checkpoint"):
+        minimize_lbfgs(objective(), np.zeros(30), checkpoint=RunCheckpoints(tmp_path))
+
+
 def test_a_directory_that_is_not_a_checkpoint_is_refused(tmp_path):
     X, y = corpus()
     (tmp_path / "notes.txt").write_text("mine")
