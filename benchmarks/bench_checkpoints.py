@@ -88,6 +88,8 @@ def interrupted_fit(make, X, y, extra, directory, after):
     Returns whether the child was interrupted (exit status 130) rather than finished."""
     pid = os.fork()
     if pid == 0:
+        # A shell's background job ignores SIGINT; a user's Ctrl-C is not ignored.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         status = 0
         try:
             make(checkpoint=directory).fit(X, y, **extra)

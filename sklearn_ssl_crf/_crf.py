@@ -112,7 +112,9 @@ class CRF(BaseCRF):
         not, and ends with the model of a fit never interrupted. The directory is kept (a
         refit reads it); delete it once the model is saved. None: no checkpoint.
     checkpoint_every : int, default=10
-        Iterations between two checkpoints of a running optimisation.
+        Iterations between two checkpoints of a running optimisation; more where writing
+        one would take over 2.5 % of the time (a large model's state, with L-BFGS's memory,
+        is 15 times the weights).
 
     Attributes
     ----------

@@ -122,7 +122,8 @@ class NaturalGradientCRF(BaseCRF):
         epochs and its result when it ends; a fit given it again resumes there, to the
         model of a fit never interrupted (see `CRF`; the calibration is run again).
     checkpoint_every : int, default=10
-        Epochs between two checkpoints.
+        Epochs between two checkpoints (more where writing one would take over 2.5 % of
+        the time).
 
     Attributes
     ----------

@@ -5,6 +5,7 @@ taken, and a damaged or foreign record is refused without running anything."""
 
 import json
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from sklearn_ssl_crf import (
     GraphPRCRF,
     NaturalGradientCRF,
     SelfTrainingCRF,
+    _checkpoints,
     _crf,
 )
 from sklearn_ssl_crf._checkpoints import RunCheckpoints
@@ -94,6 +96,8 @@ def assert_same_model(a, b):
 @pytest.mark.parametrize("at", [0.3, 0.8])
 def test_an_interrupted_fit_resumes_to_the_model_of_an_uninterrupted_one(
         name, at, tmp_path, monkeypatch):
+    # Checkpoints every 3 iterations, however fast they are to write (see the next test).
+    monkeypatch.setattr(_checkpoints, "_TIME_PER_WRITE", 0)
     X, y = corpus()
     counter = Evaluations(monkeypatch)
     reference = MAKERS[name]().fit(X, y)
@@ -228,6 +232,12 @@ def test_records_are_written_atomically_and_read_without_pickle(tmp_path):
         np.savez(file, __meta__=np.array(meta), a0=np.array([Payload()], dtype=object))
     with pytest.raises(ValueError, match=f"{path.name}: not a readable checkpoint record"):
         minimize_lbfgs(objective(), np.zeros(30), checkpoint=checkpoints)
+    # Arrays it names missing, or no run state: the same.
+    for meta in [{"finished": True, "result": {"x": {"__array__": "a9"}}}, ["finished"]]:
+        with open(path, "wb") as file:
+            np.savez(file, __meta__=np.array(json.dumps(meta)))
+        with pytest.raises(ValueError, match="not a readable checkpoint record"):
+            minimize_lbfgs(objective(), np.zeros(30), checkpoint=checkpoints)
     # Truncated: the same.
     path.write_bytes(pickle.dumps(0)[:3])
     with pytest.raises(ValueError, match="not a readable checkpoint record"):
@@ -279,6 +289,7 @@ def test_natural_gradient_fit_resumes_to_the_same_model(batch_size, at, tmp_path
                                                         monkeypatch):
     """Both phases (supervised, then with the unlabelled terms), shuffled epochs and the
     dev set's best epoch: the interrupted fit resumes from its last checkpointed epoch."""
+    monkeypatch.setattr(_checkpoints, "_TIME_PER_WRITE", 0)  # every 2 epochs, however fast
     X, y = make_sequences(80, features="dict", random_state=0)
     X_dev, y_dev = X[60:], y[60:]
     X, y = X[:60], y[:20] + [None] * 40
@@ -313,3 +324,21 @@ def test_natural_gradient_fit_resumes_to_the_same_model(batch_size, at, tmp_path
     assert_same_model(make(checkpoint=tmp_path).fit(X, y, X_dev=X_dev, y_dev=y_dev),
                       reference)
     assert calls["n"] == (len(reference.calibration_log_) + 1) * -(-20 // batch_size)
+
+
+def test_a_slow_checkpoint_is_written_less_often(tmp_path, monkeypatch):
+    """Every ``every`` iterations, once 40 times what the last write took has passed
+    (checkpoints cost at most about 2.5 % of the time)."""
+    checkpoints = RunCheckpoints(tmp_path, every=2)
+    assert [checkpoints.due(k) for k in (1, 2, 3, 4)] == [False, True, False, True]
+    original = np.savez
+
+    def slow(*args, **kwargs):
+        time.sleep(0.1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(np, "savez", slow)
+    checkpoints.write("0" * 32, {"x": np.zeros(3)})
+    assert not checkpoints.due(2)
+    checkpoints._written_at -= 40 * checkpoints._write_seconds  # as if that had passed
+    assert checkpoints.due(2) and not checkpoints.due(3)

@@ -113,9 +113,9 @@ def minimize_lbfgs(
         Print one line per iteration.
     checkpoint : object, default=None
         A store of run records (``key(*parts)``, ``read(key)``, ``write(key, record)``,
-        ``say(message)`` and ``every``; the package's ``_checkpoints.RunCheckpoints``),
-        where the run's state is written every ``checkpoint.every`` iterations and its
-        result when it ends. A run that finds its own record there (the same start,
+        ``due(iteration)`` and ``say(message)``; the package's
+        ``_checkpoints.RunCheckpoints``), where the run's state is written after the
+        iterations it says are due and its result when it ends. A run that finds its own record there (the same start,
         objective, settings, memory and callback state) returns the recorded result, or
         goes on from the recorded iteration: the result of a run never interrupted. A
         callback with state gives it as ``callback.checkpoint_state()`` (a dict of arrays
@@ -222,10 +222,10 @@ def minimize_lbfgs(
             print(_format_entry(entry, max_iterations), flush=True)
         if reason is not None:
             break
-        if checkpoint is not None and len(log) % checkpoint.every == 0:
+        if checkpoint is not None and checkpoint.due(len(log)):
             checkpoint.write(key, dict(
                 finished=False, x=x, value=value, gradient=gradient, loss=loss,
-                n_evaluations=n_evaluations, log=log, history=history.pairs(),
+                n_evaluations=n_evaluations, log=log, history=history.checkpoint_state(),
                 callback=_callback_state(callback)))
         if error_norm / max(1.0, feature_norm) < epsilon:
             reason, message = "converged", "gradient norm below epsilon"
@@ -257,7 +257,7 @@ def _restore(record, history, callback, warm, key):
     if record["callback"] is not None:
         callback.restore_checkpoint_state(record["callback"])
     if record["history"] is not None:
-        history.restore(*record["history"])
+        history.restore_checkpoint_state(record["history"])
     if warm and record["finished"]:
         history.record_key = key
 
@@ -268,7 +268,7 @@ def _record_result(checkpoint, key, result, shared_history, callback):
     earlier run and continues from the newest, so the earlier ones' copies are dropped
     (after the new record is written: a record of the memory is never missing)."""
     record = dict(finished=True, result=vars(result), callback=_callback_state(callback),
-                  history=None if shared_history is None else shared_history.pairs())
+                  history=None if shared_history is None else shared_history.checkpoint_state())
     checkpoint.write(key, record)
     if shared_history is None:
         return
@@ -314,16 +314,14 @@ class CurvatureHistory:
         self.rho[slot] = 1.0 / curvature
         self.size = min(self.size + 1, self.m)
 
-    def pairs(self):
-        """The pairs kept, oldest first: ``[s, y, rho]`` (arrays of ``size`` rows)."""
-        order = [(self.newest - k) % self.m for k in reversed(range(self.size))]
-        return [self.s[order], self.y[order], self.rho[order]]
+    def checkpoint_state(self):
+        """The ring buffers as they are (not copied: a checkpoint writes them at once)."""
+        return {"s": self.s, "y": self.y, "rho": self.rho, "size": self.size,
+                "newest": self.newest}
 
-    def restore(self, s, y, rho):
-        """Hold the pairs ``s, y, rho`` (oldest first, as `pairs` gives them)."""
-        self.size = len(rho)
-        self.s[:self.size], self.y[:self.size], self.rho[:self.size] = s, y, rho
-        self.newest = self.size - 1
+    def restore_checkpoint_state(self, state):
+        self.s[...], self.y[...], self.rho[...] = state["s"], state["y"], state["rho"]
+        self.size, self.newest = state["size"], state["newest"]
 
     def apply_inverse_hessian(self, gradient):
         """Two-loop recursion: the L-BFGS approximation of ``H^-1 @ gradient``."""

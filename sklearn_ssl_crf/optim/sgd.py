@@ -251,7 +251,7 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
     callback : callable, default=None
         ``callback(epoch, trainer) -> dict`` of extra log entries (dev scores).
     checkpoint : object, default=None
-        Where the run's state is written every ``checkpoint.every`` epochs and its result
+        Where the run's state is written after the epochs it says are due and its result
         when it ends (see `minimize_lbfgs`): a run that finds its own record there (the
         same settings and the same state of the trainer and of ``state``) returns the
         recorded result or goes on from the recorded epoch.
@@ -318,7 +318,7 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
                 history.append(loss)
                 break
         history.append(loss)
-        if checkpoint is not None and epoch % checkpoint.every == 0 and epoch < max_epochs:
+        if checkpoint is not None and checkpoint.due(epoch) and epoch < max_epochs:
             checkpoint.write(key, dict(
                 finished=False, best_loss=best_loss, best=list(best), history=history,
                 log=log, holders=[holder.checkpoint_state() for holder in holders]))
