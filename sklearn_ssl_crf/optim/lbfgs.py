@@ -115,11 +115,12 @@ def minimize_lbfgs(
         A store of run records (``key(*parts)``, ``read(key)``, ``write(key, record)``,
         ``due(iteration)`` and ``say(message)``; the package's
         ``_checkpoints.RunCheckpoints``), where the run's state is written after the
-        iterations it says are due and its result when it ends. A run that finds its own record there (the same start,
-        objective, settings, memory and callback state) returns the recorded result, or
-        goes on from the recorded iteration: the result of a run never interrupted. A
-        callback with state gives it as ``callback.checkpoint_state()`` (a dict of arrays
-        and JSON values) and takes it back with ``callback.restore_checkpoint_state``.
+        iterations it says are due, and its result when it ends. A run that finds its own
+        record there (the same start, objective, settings, memory and callback state)
+        returns the recorded result, or goes on from the recorded iteration: the result
+        of a run never interrupted. A callback with state gives it as
+        ``callback.checkpoint_state()`` (a dict of arrays and JSON values) and takes it
+        back with ``callback.restore_checkpoint_state``.
 
     Returns
     -------
