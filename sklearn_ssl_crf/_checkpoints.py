@@ -34,9 +34,11 @@ _FORMAT = {"format": "sklearn_ssl_crf optimisation checkpoint", "version": 1}
 #: The least time between two checkpoints of a run, in multiples of the last one's
 #: writing.
 _TIME_PER_WRITE = 40
+#: Per checkpoint directory: when its last record was written, and how long that took.
+_WRITE_TIMING = {}
 #: The names this package writes in a checkpoint: the marker, records, and the temporary
 #: files of either while it is written (`atomic_path`).
-_RECORD_NAME = re.compile(r"(\.)?(run-[0-9a-f]{32}\.npz|" + re.escape(_MARKER)
+_RECORD_NAME = re.compile(r"(\.)?(run-[0-9a-f]{32}(-[a-z]+)?\.npz|" + re.escape(_MARKER)
                           + r")(?(1)\.[^/]*\.tmp|)")
 
 
@@ -58,7 +60,11 @@ class RunCheckpoints:
         self.directory = Path(os.fspath(directory))
         self.every, self.verbose = every, verbose
         self._opened = False
-        self._written_at, self._write_seconds = time.perf_counter(), 0.0
+        # When the last record was written in this directory and how long that took:
+        # shared by the runs of a fit (each its own instance), so that the first
+        # checkpoint of every run is not due regardless of its cost.
+        self._timing = _WRITE_TIMING.setdefault(self.directory.resolve(),
+                                                [time.perf_counter(), 0.0])
 
     def due(self, iteration):
         """Whether a running optimisation checkpoints after ``iteration``: every ``every``
@@ -66,17 +72,19 @@ class RunCheckpoints:
         write took, so that writing takes at most about 2.5 % of the fit. (A run's state,
         with L-BFGS's memory, is 15 times the weights: written every 10 iterations of the
         cheap supervised fits of selection, it slowed a default fit by a fifth.)"""
+        written_at, write_seconds = self._timing
         return iteration % self.every == 0 and (
-            time.perf_counter() - self._written_at >= _TIME_PER_WRITE * self._write_seconds)
+            time.perf_counter() - written_at >= _TIME_PER_WRITE * write_seconds)
 
     def key(self, *parts):
         """The name of the record of a run starting from ``parts`` (`digest`)."""
         return digest(*parts)
 
-    def read(self, key):
-        """The record filed under ``key`` (a dict whose arrays are NumPy arrays), or None."""
+    def read(self, key, part=""):
+        """The record filed under ``key`` (a dict whose arrays are NumPy arrays), or None;
+        ``part``: a part of it kept in a file of its own (see `write`)."""
         self._open()
-        path = self._path(key)
+        path = self._path(key, part)
         if not path.exists():
             return None
         try:
@@ -90,25 +98,30 @@ class RunCheckpoints:
             raise ValueError(f"{path}: not a readable checkpoint record ({error}); delete it "
                              "(the run it held starts again)") from None
 
-    def write(self, key, record):
-        """File ``record`` (a dict of arrays, JSON values and dicts of these) under ``key``,
-        atomically."""
+    def write(self, key, record, part=""):
+        """File ``record`` (a dict of arrays, JSON values and dicts of these, with an entry
+        ``finished``) under ``key``, atomically; ``part`` names a part of the record kept in
+        a file of its own, which `remove` can drop without rewriting the rest."""
         self._open()
         arrays = {}
         meta = _flattened(record, arrays)
         arrays["__meta__"] = np.array(json.dumps(meta))
         started = time.perf_counter()
-        with atomic_path(self._path(key)) as temporary, open(temporary, "wb") as file:
+        with atomic_path(self._path(key, part)) as temporary, open(temporary, "wb") as file:
             np.savez(file, **arrays)
-        self._written_at = time.perf_counter()
-        self._write_seconds = self._written_at - started
+        finished = time.perf_counter()
+        self._timing[:] = finished, finished - started
+
+    def remove(self, key, part=""):
+        """Remove what is filed under ``key`` (and ``part``), if anything."""
+        self._path(key, part).unlink(missing_ok=True)
 
     def say(self, message):
         if self.verbose:
             print(f"checkpoint {self.directory}: {message}", flush=True)
 
-    def _path(self, key):
-        return self.directory / f"run-{key}.npz"
+    def _path(self, key, part=""):
+        return self.directory / f"run-{key}{part and '-'}{part}.npz"
 
     def _open(self):
         """Make the directory, or check that it is a checkpoint (or empty). Processes that

@@ -154,11 +154,11 @@ def minimize_lbfgs(
                              history.record_key if warm else None, _callback_state(callback))
         record = checkpoint.read(key)
         if record is not None and record["finished"]:
-            _restore(record, history, callback, warm, key)
+            _restore(checkpoint, record, history, callback, warm, key)
             checkpoint.say(f"run {key} read ({record['result']['n_iter']} iterations)")
             return LBFGSResult(**record["result"])
         if record is not None:
-            _restore(record, history, callback, warm, key)
+            _restore(checkpoint, record, history, callback, warm, key)
             x, value, gradient, loss = (record["x"], record["value"], record["gradient"],
                                         record["loss"])
             n_evaluations, log = record["n_evaluations"], record["log"]
@@ -251,33 +251,33 @@ def _callback_state(callback):
     return None if state is None else state()
 
 
-def _restore(record, history, callback, warm, key):
+def _restore(checkpoint, record, history, callback, warm, key):
     """Put the memory and the callback back in the state ``record`` (filed under ``key``)
-    holds; the memory of a run that shares it with the next ones (``warm``) only if the
-    record holds it (see `_record_result`)."""
+    holds. A finished run that shares its memory with the next ones (``warm``) keeps it
+    in a part of its own, only while it is the newest of its chain (`_record_result`)."""
     if record["callback"] is not None:
         callback.restore_checkpoint_state(record["callback"])
-    if record["history"] is not None:
-        history.restore_checkpoint_state(record["history"])
-    if warm and record["finished"]:
+    if record["finished"] and warm:
         history.record_key = key
+        record = checkpoint.read(key, part="memory") or record
+    if record.get("history") is not None:
+        history.restore_checkpoint_state(record["history"])
 
 
 def _record_result(checkpoint, key, result, shared_history, callback):
     """Write a finished run's record. A memory shared with the runs that follow (an EM's
-    M-steps) is kept in the newest record of that chain only: a resumed fit reads every
-    earlier run and continues from the newest, so the earlier ones' copies are dropped
-    (after the new record is written: a record of the memory is never missing)."""
-    record = dict(finished=True, result=vars(result), callback=_callback_state(callback),
-                  history=None if shared_history is None else shared_history.checkpoint_state())
-    checkpoint.write(key, record)
+    M-steps) is kept, as a part of its own, by the newest run of that chain only: a
+    resumed fit reads every earlier run and continues from the newest, so the earlier
+    ones' parts are removed (after the new one is written: the memory is never missing)."""
+    checkpoint.write(key, dict(finished=True, result=vars(result),
+                               callback=_callback_state(callback)))
     if shared_history is None:
         return
+    checkpoint.write(key, dict(finished=True, history=shared_history.checkpoint_state()),
+                     part="memory")
     previous, shared_history.record_key = shared_history.record_key, key
     if previous is not None and previous != key:
-        earlier = checkpoint.read(previous)
-        if earlier is not None and earlier["history"] is not None:
-            checkpoint.write(previous, dict(earlier, history=None))
+        checkpoint.remove(previous, part="memory")
 
 
 class CurvatureHistory:
