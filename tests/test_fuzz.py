@@ -20,6 +20,7 @@ from sklearn_ssl_crf import (
     GraphPRCRF,
     NaturalGradientCRF,
     SelfTrainingCRF,
+    SemiSupervisedCRF,
     SequenceVectorizer,
 )
 from sklearn_ssl_crf.datasets import read_column_fields, read_columns, read_conllu, read_text
@@ -136,6 +137,11 @@ ESTIMATORS = {
     "CRF-order2": lambda: CRF(order=2, c2=0.1, max_iterations=10),
     "CRFCV": lambda: CRFCV(c1=[0.0], c2=[0.01, 1.0], cv=2, max_iterations=10),
     "EntropyRegularizedCRF": lambda: EntropyRegularizedCRF(
+        gamma=0.5, proportion_weight=1.0, c1=0.0, c2=0.1, early_stopping=False,
+        semi_supervised_iterations=3, max_iterations=10),
+    # Jiao et al.'s covariance-form entropy gradient (EntropyRegularizedCRF's is the
+    # lattice form).
+    "SemiSupervisedCRF": lambda: SemiSupervisedCRF(
         gamma=0.5, proportion_weight=1.0, c1=0.0, c2=0.1, early_stopping=False,
         semi_supervised_iterations=3, max_iterations=10),
     "SelfTrainingCRF": lambda: SelfTrainingCRF(max_rounds=1, c1=0.0, c2=0.1,
