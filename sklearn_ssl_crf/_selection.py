@@ -44,10 +44,9 @@ class _Iterates:
 
     def checkpoint_state(self):
         """What an L-BFGS run's iterations change (`optim.minimize_lbfgs`'s checkpoints),
-        and the patience."""
+        and the patience. (``best_theta`` is never changed in place: no copy.)"""
         return {"scores": list(self.scores), "best_iteration": self.best_iteration,
-                "best_theta": None if self.best_theta is None else np.array(self.best_theta),
-                "patience": self.patience}
+                "best_theta": self.best_theta, "patience": self.patience}
 
     def restore_checkpoint_state(self, state):
         self.scores, self.best_iteration = list(state["scores"]), state["best_iteration"]

@@ -46,19 +46,24 @@ def corpus(seed=0):
 
 
 class Evaluations:
-    """Counts objective evaluations (sums over chunks), of which the ``stop``-th raises
-    KeyboardInterrupt, and the L-BFGS runs and their evaluations."""
+    """Counts objective evaluations (sums over chunks, or a stochastic step's gradient), of
+    which the ``stop``-th raises KeyboardInterrupt, and the L-BFGS runs and their
+    evaluations."""
 
     def __init__(self, monkeypatch, stop=None):
         self.stop = stop
         self.reset()
-        original_sum, original_minimize = ChunkedSequences.sum, _crf.minimize_lbfgs
+        for owner, name in [(ChunkedSequences, "sum"), (_Samples, "gradient")]:
+            original = getattr(owner, name)
 
-        def counted(chunks, *args, **kwargs):
-            self.n += 1
-            if self.n == self.stop:
-                raise KeyboardInterrupt
-            return original_sum(chunks, *args, **kwargs)
+            def counted(data, *args, original=original, **kwargs):
+                self.n += 1
+                if self.n == self.stop:
+                    raise KeyboardInterrupt
+                return original(data, *args, **kwargs)
+
+            monkeypatch.setattr(owner, name, counted)
+        original_minimize = _crf.minimize_lbfgs
 
         def minimize(fun, *args, **kwargs):
             self.runs += 1
@@ -70,7 +75,6 @@ class Evaluations:
             counted_fun.__dict__.update(fun.__dict__)  # lbfgs_history
             return original_minimize(counted_fun, *args, **kwargs)
 
-        monkeypatch.setattr(ChunkedSequences, "sum", counted)
         monkeypatch.setattr(_crf, "minimize_lbfgs", minimize)
 
     def reset(self):
@@ -296,32 +300,25 @@ def test_natural_gradient_fit_resumes_to_the_same_model(batch_size, at, tmp_path
         return NaturalGradientCRF(batch_size=batch_size, gamma=0.1, proportion_weight=1.0,
                                   max_iterations=12, random_state=0, **kwargs)
 
-    calls = {"n": 0, "stop": None}
-    original = _Samples.gradient
-
-    def counted(samples, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == calls["stop"]:
-            raise KeyboardInterrupt
-        return original(samples, *args, **kwargs)
-
-    monkeypatch.setattr(_Samples, "gradient", counted)
+    counter = Evaluations(monkeypatch)
     reference = make().fit(X, y, X_dev=X_dev, y_dev=y_dev)
-    total = calls["n"]
-    calls.update(n=0, stop=int(at * total))
+    total = counter.n
+    counter.reset()
+    counter.stop = int(at * total)
     with pytest.raises(KeyboardInterrupt):
         make(checkpoint=tmp_path, checkpoint_every=2).fit(X, y, X_dev=X_dev, y_dev=y_dev)
-    calls.update(n=0, stop=None)
+    counter.reset()
+    counter.stop = None
     resumed = make(checkpoint=tmp_path, checkpoint_every=2).fit(X, y, X_dev=X_dev,
                                                                 y_dev=y_dev)
     assert_same_model(resumed, reference)
-    assert calls["n"] < total
+    assert counter.n < total
     # Read again: no epoch runs, only the learning-rate calibration (its trials and the
     # initial loss, each over the batches of the 20 labelled sequences).
-    calls["n"] = 0
+    counter.reset()
     assert_same_model(make(checkpoint=tmp_path).fit(X, y, X_dev=X_dev, y_dev=y_dev),
                       reference)
-    assert calls["n"] == (len(reference.calibration_log_) + 1) * -(-20 // batch_size)
+    assert counter.n == (len(reference.calibration_log_) + 1) * -(-20 // batch_size)
 
 
 def test_a_slow_checkpoint_is_written_less_often(tmp_path, monkeypatch):

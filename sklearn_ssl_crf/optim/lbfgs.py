@@ -129,12 +129,12 @@ def minimize_lbfgs(
     x = np.array(x0, dtype=np.float64)
     n = x.size
     history = getattr(fun, "lbfgs_history", None)
-    if history is None:
+    warm = history is not None  # a memory shared with other runs
+    if not warm:
         history = CurvatureHistory(num_memories, n)
     elif history.s.shape != (num_memories, n):
         raise ValueError(f"fun.lbfgs_history holds {history.s.shape[0]} pairs of size "
                          f"{history.s.shape[1]}; this run needs {num_memories} of size {n}")
-    warm = getattr(fun, "lbfgs_history", None) is not None
     value, gradient = fun(x)
 
     def loss_of(value, x):
