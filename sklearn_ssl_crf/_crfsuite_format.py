@@ -293,7 +293,7 @@ def _crfsuite_parts(model):
     check_is_fitted(model, ["state_weights_", "transition_weights_"])
     if getattr(model, "trigram_weights_", None) is not None:
         raise ValueError("CRFsuite's model is a first-order chain; this model has order=2 "
-                         "(save it as .joblib or .skops instead)")
+                         "(save it as .model instead)")
     if getattr(model, "allowed_transitions_", None) is not None:
         raise ValueError("CRFsuite's chain allows every transition; this model forbids some")
     decoding = getattr(model, "decoding", "viterbi")

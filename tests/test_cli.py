@@ -62,7 +62,7 @@ def trained(corpus):
     unlabelled_columns = folder / "unlabelled_columns.txt"
     unlabelled_columns.write_text("".join(
         "".join(f"{w} {w[:2]}\n" for w in s) + "\n" for s in read_text(paths["unlabelled"])))
-    model = folder / "model.skops"
+    model = folder / "model.model"
     result = subprocess.run(
         [sys.executable, "-m", "sklearn_ssl_crf", "train", str(paths["train"]),
          "--unlabelled", str(unlabelled_columns), "--unlabelled-format", "columns",
@@ -204,7 +204,7 @@ def test_c2_transitions_is_kept_or_chosen(corpus, tmp_path, capsys):
     _, paths = corpus
     common = ["train", str(paths["train"]), "--order", "2", "--c1", "0", "--c2", "0.1",
               "--token-columns", "0", "--max-iterations", "20", "--quiet"]
-    fixed, chosen = tmp_path / "fixed.skops", tmp_path / "chosen.skops"
+    fixed, chosen = tmp_path / "fixed.model", tmp_path / "chosen.skops"
     assert main([*common, "--c2-transitions", "0.001", "--model", str(fixed)]) == 0
     estimator = load(fixed).named_steps["model"]
     assert type(estimator) is CRF and estimator.c2_transitions == 0.001
@@ -223,7 +223,7 @@ def test_c2_transitions_is_kept_or_chosen(corpus, tmp_path, capsys):
 
 def test_word_only_model_tags_raw_text(corpus, tmp_path, capsys):
     _, paths = corpus
-    model = tmp_path / "words.skops"
+    model = tmp_path / "words.model"
     assert main(["train", str(paths["train"]), "--token-columns", "0", "--clusters",
                  "--unlabelled", str(paths["unlabelled"]), "--method", "crf",
                  "--max-iterations", "20", "--model", str(model), "--quiet"]) == 0
@@ -354,7 +354,7 @@ def test_tag_keeps_the_known_labels_of_a_column(corpus, trained, tmp_path, capsy
 
 def test_train_constraints_option(corpus, tmp_path, capsys):
     _, paths = corpus
-    model_path = tmp_path / "free.skops"
+    model_path = tmp_path / "free.model"
     assert main(["train", str(paths["train"]), "--c1", "0", "--c2", "0.1",
                  "--max-iterations", "10", "--constraints", "none", "--quiet",
                  "--model", str(model_path)]) == 0
@@ -386,8 +386,8 @@ def test_train_resumes_from_its_checkpoint(corpus, tmp_path, capsys, monkeypatch
     command = ["train", str(paths["train"]), "--unlabelled", str(paths["unlabelled"]),
                "--token-columns", "0", "--method", "entropy", "--cv", "2", "--c1", "0",
                "--max-iterations", "25", "--quiet"]
-    assert main([*command, "--model", str(tmp_path / "reference.skops")]) == 0
-    reference = load(tmp_path / "reference.skops")
+    assert main([*command, "--model", str(tmp_path / "reference.model")]) == 0
+    reference = load(tmp_path / "reference.model")
     capsys.readouterr()
 
     calls = {"n": 0}
@@ -401,17 +401,17 @@ def test_train_resumes_from_its_checkpoint(corpus, tmp_path, capsys, monkeypatch
 
     monkeypatch.setattr(ChunkedSequences, "sum", interrupted)
     checkpoint = tmp_path / "checkpoint"
-    resumable = [*command, "--model", str(tmp_path / "model.skops"),
+    resumable = [*command, "--model", str(tmp_path / "model.model"),
                  "--checkpoint", str(checkpoint), "--checkpoint-every", "5"]
     assert main(resumable) == 130
     err = capsys.readouterr().err
     assert f"checkpoints in {checkpoint}" in err
     assert f"interrupted; the same command resumes from the checkpoints in {checkpoint}" in err
-    assert not (tmp_path / "model.skops").exists()
+    assert not (tmp_path / "model.model").exists()
     assert len(list(checkpoint.glob("run-*.npz"))) > 1  # runs done before the interruption
     monkeypatch.undo()
     assert main(resumable) == 0
-    model = load(tmp_path / "model.skops")
+    model = load(tmp_path / "model.model")
     for name in ("state_weights_", "transition_weights_"):
         np.testing.assert_array_equal(getattr(model[-1], name), getattr(reference[-1], name))
     assert model[-1].best_params_ == reference[-1].best_params_

@@ -3,10 +3,12 @@
 import os
 import pathlib
 import stat
+import types
 
 import joblib
 import numpy as np
 import pytest
+import scipy.sparse
 from sklearn.pipeline import Pipeline
 
 import sklearn_ssl_crf
@@ -25,7 +27,7 @@ def fitted():
 
 
 def model_path(folder, suffix):
-    if suffix != ".joblib":
+    if suffix == ".skops":
         pytest.importorskip("skops", reason="the skops format needs the skops package")
     return folder / f"model{suffix}"
 
@@ -35,21 +37,62 @@ def trusted(path):
     return str(path).endswith(".joblib")
 
 
-@pytest.mark.parametrize("suffix", [".joblib", ".skops", ".model"])
+def assert_same_state(loaded, original, where="model"):
+    """``loaded`` equals ``original`` attribute by attribute, arrays to the bit and of the
+    same dtype, containers of the same types."""
+    assert type(loaded) is type(original), where
+    if isinstance(original, np.ndarray):
+        assert loaded.dtype == original.dtype, where
+        np.testing.assert_array_equal(loaded, original, err_msg=where)
+    elif isinstance(original, dict):
+        assert list(loaded) == list(original), where
+        for key in original:
+            assert_same_state(loaded[key], original[key], f"{where}[{key!r}]")
+    elif isinstance(original, (list, tuple)):
+        assert len(loaded) == len(original), where
+        for i, (a, b) in enumerate(zip(loaded, original)):
+            assert_same_state(a, b, f"{where}[{i}]")
+    elif isinstance(original, np.random.RandomState):
+        assert_same_state(loaded.get_state(legacy=False), original.get_state(legacy=False),
+                          where)
+    elif isinstance(original, np.random.Generator):
+        assert_same_state(loaded.bit_generator.state, original.bit_generator.state, where)
+    elif scipy.sparse.issparse(original):
+        assert loaded.shape == original.shape, where
+        for part in ("data", "indices", "indptr"):
+            assert_same_state(getattr(loaded, part), getattr(original, part), where)
+    elif isinstance(original, types.FunctionType):
+        assert loaded is original, where
+    elif hasattr(original, "__dict__"):
+        assert_same_state(loaded.__getstate__(), original.__getstate__(), where)
+    elif isinstance(original, float) and np.isnan(original):
+        assert np.isnan(loaded), where
+    else:
+        assert loaded == original, where
+
+
+@pytest.mark.parametrize("suffix", [".model", "", ".joblib", ".skops"])
 def test_round_trip_is_exact(fitted, tmp_path, suffix):
     model, X = fitted
     path = model_path(tmp_path, suffix)
-    save(model, path, info={"corpus": "synthetic", "dev F1": 0.5})
-    # Any name but a pickle's writes skops (a zip archive), recognised by its bytes.
-    assert path.read_bytes()[:2] == b"PK" or (suffix == ".joblib"
-                                              and path.read_bytes()[:1] == b"\x80")
-    loaded, info = load(path, return_info=True, trusted=trusted(path))
-    assert info == {"corpus": "synthetic", "dev F1": 0.5}
-    np.testing.assert_array_equal(loaded[-1].state_weights_, model[-1].state_weights_)
-    np.testing.assert_array_equal(loaded[-1].transition_weights_,
-                                  model[-1].transition_weights_)
+    info = {"corpus": "synthetic", "dev F1": np.float64(0.5), "columns": (0, 1),
+            "labels": {"B", "I"}, "by fold": {1: [0.5, None]}}
+    save(model, path, info=info)
+    # Any name but a pickle's, skops' or CRFsuite's writes the package's own format.
+    start = {".joblib": b"\x80", ".skops": b"PK"}.get(suffix, b"\x89sslcrf\n")
+    assert path.read_bytes()[:len(start)] == start
+    loaded, loaded_info = load(path, return_info=True, trusted=trusted(path))
+    assert_same_state(loaded_info, info)
+    assert_same_state(loaded, model)
     assert loaded.predict(X) == model.predict(X)
     assert loaded[0].clusters_.word_features("w001") == model[0].clusters_.word_features("w001")
+
+
+def test_the_same_model_writes_the_same_file(fitted, tmp_path):
+    model, _ = fitted
+    save(model, tmp_path / "a.model", info={"labels": {"B", "I", "O"}})
+    save(load(tmp_path / "a.model"), tmp_path / "b.model", info={"labels": {"O", "I", "B"}})
+    assert (tmp_path / "a.model").read_bytes() == (tmp_path / "b.model").read_bytes()
 
 
 class _Unpicklable:
@@ -59,13 +102,14 @@ class _Unpicklable:
         raise RuntimeError("cannot pickle this")
 
 
-@pytest.mark.parametrize("suffix", [".joblib", ".skops"])
+@pytest.mark.parametrize("suffix", [".model", ".joblib", ".skops"])
 def test_failed_save_leaves_the_old_file(fitted, tmp_path, suffix):
     model, X = fitted
     path = model_path(tmp_path, suffix)
     save(model, path, info={"version": "good"})
     before = path.read_bytes()
-    with pytest.raises(Exception, match="cannot pickle this|_Unpicklable"):
+    with pytest.raises((TypeError, RuntimeError, ValueError),
+                       match="cannot pickle this|_Unpicklable"):
         save({"model": _Unpicklable()}, path, info={"version": "bad"})
     # The old model is intact, and no temporary file is left beside it.
     assert path.read_bytes() == before
@@ -170,6 +214,27 @@ def test_a_pickle_is_refused_unless_trusted_and_runs_nothing(tmp_path):
     assert marker.exists()
 
 
+def test_damaged_files_are_refused_with_the_file_named(fitted, tmp_path):
+    model, _ = fitted
+    path = tmp_path / "model.model"
+    save(model, path)
+    data = path.read_bytes()
+    rng = np.random.default_rng(0)
+    damaged = tmp_path / "damaged.model"
+    for cut in (len(data) // 2, len(data) - 1, 30, 8):
+        damaged.write_bytes(data[:cut])
+        with pytest.raises(ValueError, match="damaged.model is"):
+            load(damaged)
+    # Every change is caught (the file's checksum), wherever it falls.
+    for _ in range(30):
+        flipped = bytearray(data)
+        for position in rng.integers(0, len(data), 1 + rng.integers(0, 4)):
+            flipped[position] ^= 1 << rng.integers(0, 8)
+        damaged.write_bytes(bytes(flipped))
+        with pytest.raises(ValueError, match="damaged.model is"):
+            load(damaged)
+
+
 def test_damaged_skops_files_are_refused_with_the_file_named(fitted, tmp_path):
     pytest.importorskip("skops", reason="the skops format needs the skops package")
     model, _ = fitted
@@ -212,13 +277,14 @@ def test_damaged_skops_files_are_refused_with_the_file_named(fitted, tmp_path):
     lambda: sklearn_ssl_crf.GraphPropagation(graph="knn", n_neighbors=3),
 ], ids=["CRFCV", "EntropyRegularizedCRF", "SelfTrainingCRF", "NaturalGradientCRF",
         "GraphPRCRF", "GraphPropagation"])
-def test_every_estimator_round_trips_in_the_safe_format(make, tmp_path):
-    pytest.importorskip("skops", reason="the skops format needs the skops package")
+@pytest.mark.parametrize("suffix", [".model", ".skops"])
+def test_every_estimator_round_trips_in_the_safe_formats(make, suffix, tmp_path):
     X, y = make_sequences(40, features="dict", random_state=0)
     model = make().fit(X[:30], y[:20] + [None] * 10)
-    path = tmp_path / "model.skops"
+    path = model_path(tmp_path, suffix)
     save(model, path)
     loaded = load(path)
+    assert_same_state(loaded, model)
     if hasattr(model, "transduction_"):
         assert loaded.transduction_ == model.transduction_
     if hasattr(model, "predict"):

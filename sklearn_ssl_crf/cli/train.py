@@ -123,10 +123,10 @@ def add_parser(subparsers):
                           help="with --clusters, add the word's vector at this scale (3 did "
                           "best on BC2GM)")
 
-    parser.add_argument("--model", help="file to write the fitted model to: the skops "
-                        "format, which loads without running code (needs skops: pip "
-                        "install 'sklearn_ssl_crf[cli]'), unless the name ends in .joblib "
-                        "(a pickle, which tag and evaluate load only with --trusted)")
+    parser.add_argument("--model", help="file to write the fitted model to (*.model by "
+                        "convention): the package's format, which loads without running "
+                        "code, unless the name ends in .joblib (a pickle, which tag and "
+                        "evaluate load only with --trusted) or .skops")
     parser.add_argument("--checkpoint", metavar="DIR",
                         help="directory (made if missing) where the fit's optimisation runs "
                         "are checkpointed: after an interruption, the same command resumes "
@@ -203,7 +203,7 @@ def run(args):
     if args.model:
         if str(args.model).endswith((".joblib", ".pkl", ".pickle")):
             print(f"sklearn-ssl-crf train: {args.model} is a pickle: tag and evaluate load it "
-                  "only with --trusted (any other name writes the safe skops format)",
+                  "only with --trusted (any other name writes the package's safe format)",
                   file=sys.stderr)
         save(model, args.model, info=info)
     _summary(args, estimator, chosen, scores, seconds, len(X), unlabelled.count or 0)
