@@ -94,6 +94,12 @@ def save(model, path, *, info=None):
         labels and attributes are strings, decoded by Viterbi; otherwise a ValueError says
         why not); any other name (``*.skops`` by convention) writes the skops format, which
         loads without running code (needs the ``skops`` package).
+        Only a regular file is written: a symbolic link is followed (the link stays; the
+        file it leads to is replaced, or created), and a path that is or leads to a
+        directory, a device such as ``/dev/null``, a named pipe or a socket, or a link
+        through ``/proc`` such as ``/dev/stdout``, is refused with `shutil.SpecialFileError`
+        (an `OSError`) before anything is written. A failure to write (a full disk, no
+        permission) raises an `OSError` of its kind naming ``path``.
     info : dict or None, default=None
         Facts about the model to keep beside it (training files, settings, scores), made
         of plain Python values; `load` returns them with ``return_info=True``. A CRFsuite
