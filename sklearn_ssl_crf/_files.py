@@ -63,12 +63,12 @@ def atomic_path(path):
     Raises
     ------
     shutil.SpecialFileError
-        An `OSError`: ``path`` is, or leads to, something that is not a regular file (the
+        An OSError: ``path`` is, or leads to, something that is not a regular file (the
         message says what it is), or leads through ``/proc``.
     OSError
         Of the type and ``errno`` of the failure (no space left on the device, no
         permission, a read-only file system...), with ``path`` as its ``filename``, when
-        the temporary file cannot be made, written or renamed; an `OSError` of the body
+        the temporary file cannot be made, written or renamed; an OSError of the body
         of the ``with`` statement that names no other file is re-raised so too.
 
     Examples
@@ -249,7 +249,8 @@ def _signals_raise():
         raise
     finally:
         for number in replaced:
-            signal.signal(number, signal.SIG_DFL)
+            if signal.getsignal(number) is _raise_terminated:  # not one set since
+                signal.signal(number, signal.SIG_DFL)
         # Sent by the outermost of nested writes only, once every temporary file is gone.
         if received in replaced:
             os.kill(os.getpid(), received)  # returns only if the signal is blocked

@@ -97,9 +97,9 @@ def save(model, path, *, info=None):
         Only a regular file is written: a symbolic link is followed (the link stays; the
         file it leads to is replaced, or created), and a path that is or leads to a
         directory, a device such as ``/dev/null``, a named pipe or a socket, or a link
-        through ``/proc`` such as ``/dev/stdout``, is refused with `shutil.SpecialFileError`
-        (an `OSError`) before anything is written. A failure to write (a full disk, no
-        permission) raises an `OSError` of its kind naming ``path``.
+        through ``/proc`` such as ``/dev/stdout``, is refused with ``shutil.SpecialFileError``
+        (an OSError) before anything is written. A failure to write (a full disk, no
+        permission) raises an OSError of its kind naming ``path``.
     info : dict or None, default=None
         Facts about the model to keep beside it (training files, settings, scores), made
         of plain Python values; `load` returns them with ``return_info=True``. A CRFsuite
