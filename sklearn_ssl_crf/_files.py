@@ -47,8 +47,9 @@ def atomic_path(path):
     On an exception, a KeyboardInterrupt, or a SIGTERM or SIGHUP received while the
     context is open (in the main thread, where these signals have their default action),
     the temporary file is removed and the file is left as it was; such a signal then ends
-    the process as it would have. A temporary file left by a process that was killed
-    (SIGKILL) while writing to the same file is removed by the next `atomic_path` of it.
+    the process as it would have. A temporary file left by a process of this machine that
+    was killed (SIGKILL) while writing the same file is removed by the next `atomic_path`
+    of it: its name (``.<name>.<process id>.<machine>.<random>.tmp``) says whose it is.
 
     Parameters
     ----------
