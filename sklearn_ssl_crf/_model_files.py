@@ -127,6 +127,12 @@ def save(model, path, *, info=None):
         ``sklearn_crfsuite.CRF(model_filename=...)`` open (a fitted first-order CRF whose
         labels and attributes are strings, decoded by Viterbi; otherwise a ValueError says
         why not); ``.skops`` writes the skops format (needs the ``skops`` package).
+        Only a regular file is written: a symbolic link is followed (the link stays; the
+        file it leads to is replaced, or created), and a path that is or leads to a
+        directory, a device such as ``/dev/null``, a named pipe or a socket, or a link
+        through ``/proc`` such as ``/dev/stdout``, is refused with ``shutil.SpecialFileError``
+        (an OSError) before anything is written. A failure to write (a full disk, no
+        permission) raises an OSError of its kind naming ``path``.
     info : dict or None, default=None
         Facts about the model to keep beside it (training files, settings, scores), made
         of plain values: str, numbers, bools, None, NumPy scalars, and lists, tuples,
@@ -139,6 +145,9 @@ def save(model, path, *, info=None):
     TypeError
         If ``info`` or (in the package's format) ``model`` holds something the file cannot
         hold; the message names it and says how to save such a model.
+    OSError
+        If ``path`` is not a regular file (`shutil.SpecialFileError`) or cannot be
+        written.
 
     See Also
     --------
