@@ -73,9 +73,11 @@ CLASSES = {cls.__name__: cls for cls in [
     SGDTrainer, GradientTransform, Pipeline,
 ]}
 _CLASS_NAMES = {cls: name for name, cls in CLASSES.items()}
-#: The functions a model may refer to (a scorer's metric), by name.
+#: The functions a model may refer to, by name: the package's metrics, which its scorers
+#: hold.
 _FUNCTIONS = {name: getattr(metrics, name) for name in metrics.__all__
-              if isinstance(getattr(metrics, name), types.FunctionType)}
+              if name.endswith("_score")
+              and isinstance(getattr(metrics, name), types.FunctionType)}
 _FUNCTION_NAMES = {id(function): name for name, function in _FUNCTIONS.items()}
 #: Array dtypes a file may hold: booleans, integers and floats, as NumPy writes them.
 _DTYPES = {np.dtype(code).str for code in
@@ -262,8 +264,9 @@ def read_archive(name):
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise ValueError(f"{name} is a damaged model file: its JSON does not parse "
                          f"({type(error).__name__}: {str(error)[:200]})") from None
-    if type(document) is not dict:
-        raise ValueError(f"{name} is a damaged model file: its JSON is not an object")
+    if type(document) is not dict or "model" not in document:
+        raise ValueError(f"{name} is a damaged model file: its JSON is not an object with "
+                         "a model")
 
     def build():
         arrays = _arrays(data, _aligned(start + length), document.get("arrays"), name)
