@@ -203,7 +203,8 @@ class GeneratorState:
         self.rng.bit_generator.state = state
 
     def checkpoint_spec(self, weights):
-        """A state of the same bit generator: its keys, and values of the same kinds."""
+        """A state of the same bit generator: its keys, and values of the same kinds (the
+        run's ``weights`` play no part)."""
         return _spec_like(self.checkpoint_state())
 
 
@@ -235,7 +236,7 @@ class Array:
                 for length, size in zip(self.shape, value.shape)):
             expected = tuple("any" if n is None else n for n in self.shape)
             raise ValueError(f"{where}: shape {value.shape} where this run's is {expected}")
-        if self.finite and value.dtype.kind in "fc" and not np.isfinite(value).all():
+        if self.finite and value.dtype.kind == "f" and not np.isfinite(value).all():
             raise ValueError(f"{where}: not finite")
         if self.within is not None and value.size and not (
                 self.within[0] <= value.min() and value.max() < self.within[1]):
@@ -322,7 +323,7 @@ def check(value, spec, where=_RECORD):
     ``where``) differs from ``spec`` (see above)."""
     if spec is None or isinstance(spec, str):
         if not (value is spec or isinstance(value, str) and value == spec):
-            raise ValueError(f"{where}: {value!r} where {spec!r} is expected")
+            raise ValueError(f"{where}: {_kind(value)} where {spec!r} is expected")
     elif spec is bool or spec is str:
         if not isinstance(value, spec):
             raise ValueError(f"{where}: {_kind(value)} where a {spec.__name__} is expected")
@@ -355,7 +356,7 @@ def _kind(value):
 
 def _spec_like(value):
     """The spec of values like ``value`` (a dict of strings, ints, floats and arrays): the
-    same keys, strings, dtypes and shapes; ints as ``value``'s are (non-negative or not)."""
+    same keys, strings, dtypes and shapes; ints non-negative where ``value``'s are."""
     if isinstance(value, dict):
         return {name: _spec_like(item) for name, item in value.items()}
     if isinstance(value, np.ndarray):
@@ -369,8 +370,8 @@ def _spec_like(value):
 
 # -- the file format ---------------------------------------------------------------------
 
-#: The dtype kinds of a record's arrays: booleans, numbers and fixed-width strings.
-_ARRAY_KINDS = "biufcSU"
+#: The dtype kinds of a record's arrays: booleans, integers, floats and fixed-width strings.
+_ARRAY_KINDS = "biufSU"
 
 
 def _read_record(file):

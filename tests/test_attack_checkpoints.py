@@ -16,7 +16,7 @@ import pytest
 from memory_cap import run_capped
 
 import sklearn_ssl_crf
-from sklearn_ssl_crf import CRF, NaturalGradientCRF, _checkpoints
+from sklearn_ssl_crf import CRF, GraphPRCRF, NaturalGradientCRF, _checkpoints
 from sklearn_ssl_crf._checkpoints import RunCheckpoints
 from sklearn_ssl_crf._stochastic import _Samples
 from sklearn_ssl_crf.datasets import make_sequences
@@ -340,3 +340,26 @@ def test_a_stochastic_run_that_ends_on_a_non_finite_loss_is_read_again(tmp_path)
     np.testing.assert_array_equal(again.state, first.state)
     np.testing.assert_array_equal(trainer.state, first.state)
     assert np.isfinite(trainer.state).all()
+
+
+def graph_pr(directory):
+    X, y = make_sequences(40, features="dict", random_state=0)
+    return GraphPRCRF(graph="knn", n_neighbors=3, cv=2, c1=[0.0], em_iterations=2,
+                      random_state=0, checkpoint=directory).fit(X, y[:15] + [None] * 25)
+
+
+@pytest.mark.parametrize("damage, what", [
+    (lambda meta, arrays: arrays[meta["history"]["rho"]["__array__"]].__setitem__(0, np.nan),
+     "history.rho: not finite"),
+    (lambda meta, arrays: meta["history"].update(newest=-2), "history.newest: -2 outside"),
+    (lambda meta, arrays: meta.update(finished=False), "a running run's record where none"),
+])
+def test_a_damaged_memory_of_an_em_is_refused(damage, what, tmp_path):
+    """Graph-PR's M-steps share one L-BFGS memory, kept beside the newest M-step's record
+    (of each fold's and candidate's EM: a fit again reads them all)."""
+    graph_pr(tmp_path)
+    path = sorted(tmp_path.glob("run-*-memory.npz"))[0]
+    meta, arrays = loaded(path)
+    damage(meta, arrays)
+    saved(path, meta, arrays)
+    refused(path, what, graph_pr)
