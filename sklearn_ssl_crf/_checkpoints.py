@@ -10,23 +10,33 @@ it was in from its last checkpoint; with deterministic runs that is the model of
 was never interrupted. Runs in worker processes write records of their own: nothing is
 keyed on the order in which runs happen.
 
-Records are NumPy ``.npz`` files read without pickle (a damaged or foreign file executes
-nothing), written atomically (a record is whole or absent).
+Records are NumPy ``.npz`` files written atomically (a record is whole or absent) and read
+as model files are: without pickle (a damaged or foreign file executes nothing), from
+regular files only (a FIFO or a device is never opened for reading), their arrays stored
+uncompressed with sizes that add up to the file's before anything is allocated (a record
+never takes more memory than its size), and what they hold checked against what the run
+reading them expects (`Array`, `Number`, `Integer`, `ListOf`, `Entries`, `Either`): its
+arrays' shapes, dtypes and finiteness, its numbers, its keys. Any other record is refused
+with a ValueError naming it.
 """
 
 import hashlib
 import json
+import math
 import os
 import re
+import stat
 import time
 import zipfile
 from pathlib import Path
 
 import numpy as np
+from numpy.lib import format as npy
 
 from ._files import atomic_path
 
-__all__ = ["RunCheckpoints", "GeneratorState", "digest"]
+__all__ = ["RunCheckpoints", "GeneratorState", "digest", "Array", "Number", "Integer", "ListOf",
+           "Entries", "Either"]
 
 #: The file that marks a directory as a checkpoint (and the format of its records).
 _MARKER = "sklearn_ssl_crf-checkpoint.json"
@@ -80,21 +90,39 @@ class RunCheckpoints:
         """The name of the record of a run starting from ``parts`` (`digest`)."""
         return digest(*parts)
 
-    def read(self, key, part=""):
+    def read(self, key, finished, running=None, part=""):
         """The record filed under ``key`` (a dict whose arrays are NumPy arrays), or None;
-        ``part``: a part of it kept in a file of its own (see `write`)."""
+        ``part``: a part of it kept in a file of its own (see `write`).
+
+        ``finished`` and ``running`` say what the reader expects of a record of a finished
+        run and of a running one (a dict of specs, see `check`; None: no such record is
+        kept under ``key``). Any other record is refused: a ValueError names it and what is
+        wrong with it."""
         self._open()
         path = self._path(key, part)
-        if not path.exists():
+        try:
+            status = os.stat(path)
+        except FileNotFoundError:
             return None
         try:
-            with np.load(path, allow_pickle=False) as stored:
-                arrays = {name: stored[name] for name in stored.files}
-            meta = json.loads(str(arrays.pop("__meta__")))
-            if not isinstance(meta, dict) or "finished" not in meta:
-                raise ValueError("no run state in it")
-            return _rebuilt(meta, arrays)
-        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as error:
+            # A FIFO or a device is refused before it is opened; opened without blocking (and
+            # checked again), in case one took the record's place in between.
+            _regular_size(status)
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            with open(descriptor, "rb") as file:
+                meta, arrays = _read_record(file)
+            if not isinstance(meta, dict):
+                raise ValueError(f"__meta__: {_kind(meta)} where a run's state is expected")
+            check(meta.get("finished"), bool, "finished")
+            expected = finished if meta["finished"] else running
+            if expected is None:
+                raise ValueError(f"a {'finished' if meta['finished'] else 'running'} run's "
+                                 "record where none is kept")
+            record = _rebuilt(meta, arrays)
+            check(record, {"finished": bool, **expected})
+            return record
+        except (OSError, EOFError, ValueError, KeyError, TypeError, RuntimeError,
+                zipfile.BadZipFile) as error:
             raise ValueError(f"{path}: not a readable checkpoint record ({error}); delete it "
                              "(the run it held starts again)") from None
 
@@ -162,8 +190,8 @@ def digest(*parts):
 
 
 class GeneratorState:
-    """A NumPy ``Generator``'s state as checkpoints take it (``checkpoint_state`` and
-    ``restore_checkpoint_state``)."""
+    """A NumPy ``Generator``'s state as checkpoints take it (``checkpoint_state``,
+    ``restore_checkpoint_state`` and ``checkpoint_spec``)."""
 
     def __init__(self, rng):
         self.rng = rng
@@ -173,6 +201,234 @@ class GeneratorState:
 
     def restore_checkpoint_state(self, state):
         self.rng.bit_generator.state = state
+
+    def checkpoint_spec(self, weights):
+        """A state of the same bit generator: its keys, and values of the same kinds (the
+        run's ``weights`` play no part)."""
+        return _spec_like(self.checkpoint_state())
+
+
+# -- what a reader expects of a record ---------------------------------------------------
+#
+# A spec is ``bool``, ``str`` (any string), a string (that one), None, a dict of specs (that
+# dict's keys exactly), a list of specs (a list of that length), or one of the classes
+# below; `check` holds a value to it.
+
+#: Where `check` starts: the record itself.
+_RECORD = "the record"
+
+
+class Array:
+    """An array of ``shape`` (None: any length on that axis) and ``dtype``; floats finite
+    unless ``finite=False``; integers in ``range(*within)`` if given."""
+
+    def __init__(self, shape, dtype=np.float64, finite=True, within=None):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.finite, self.within = finite, within
+
+    def check(self, value, where):
+        if not isinstance(value, np.ndarray):
+            raise ValueError(f"{where}: {_kind(value)} where an array is expected")
+        if value.dtype != self.dtype:
+            raise ValueError(f"{where}: dtype {value.dtype} where {self.dtype} is expected")
+        if len(value.shape) != len(self.shape) or any(
+                length is not None and length != size
+                for length, size in zip(self.shape, value.shape)):
+            expected = tuple("any" if n is None else n for n in self.shape)
+            raise ValueError(f"{where}: shape {value.shape} where this run's is {expected}")
+        if self.finite and value.dtype.kind == "f" and not np.isfinite(value).all():
+            raise ValueError(f"{where}: not finite")
+        if self.within is not None and value.size and not (
+                self.within[0] <= value.min() and value.max() < self.within[1]):
+            raise ValueError(f"{where}: values outside range{self.within}")
+
+
+class Number:
+    """A real number (an int or a float), finite unless ``finite=False``."""
+
+    def __init__(self, finite=True):
+        self.finite = finite
+
+    def check(self, value, where):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{where}: {_kind(value)} where a number is expected")
+        if self.finite and not math.isfinite(value):
+            raise ValueError(f"{where}: {value} where a finite number is expected")
+
+
+class Integer:
+    """An int in ``[low, high]`` (None: unbounded)."""
+
+    def __init__(self, low=None, high=None):
+        self.low, self.high = low, high
+
+    def check(self, value, where):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{where}: {_kind(value)} where an integer is expected")
+        if (self.low is not None and value < self.low) or (
+                self.high is not None and value > self.high):
+            raise ValueError(f"{where}: {value} outside [{self.low}, {self.high}]")
+
+
+class ListOf:
+    """A list of at least ``min_length`` items, each held to ``item``."""
+
+    def __init__(self, item, min_length=0):
+        self.item, self.min_length = item, min_length
+
+    def check(self, value, where):
+        if not isinstance(value, list) or len(value) < self.min_length:
+            raise ValueError(f"{where}: {_kind(value)} where a list of at least "
+                             f"{self.min_length} items is expected")
+        for index, item in enumerate(value):
+            check(item, self.item, f"{where}[{index}]")
+
+
+class Entries:
+    """A dict of strings to JSON scalars (a log entry), with at least the entries
+    ``required`` (names to specs)."""
+
+    def __init__(self, **required):
+        self.required = required
+
+    def check(self, value, where):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: {_kind(value)} where a dict is expected")
+        for name, item in value.items():
+            if not isinstance(item, (str, int, float, bool, type(None))):
+                raise ValueError(f"{where}.{name}: {_kind(item)} where a JSON scalar is "
+                                 "expected")
+        check({name: value[name] for name in self.required if name in value}, self.required,
+              where)
+
+
+class Either:
+    """Held to any one of ``specs`` (``Either(None, spec)``: optional)."""
+
+    def __init__(self, *specs):
+        self.specs = specs
+
+    def check(self, value, where):
+        problems = []
+        for spec in self.specs:
+            try:
+                return check(value, spec, where)
+            except ValueError as error:
+                problems.append(str(error))
+        raise ValueError(" or ".join(problems))
+
+
+def check(value, spec, where=_RECORD):
+    """Raise a ValueError saying where and how ``value`` (a record, or the part of one at
+    ``where``) differs from ``spec`` (see above)."""
+    if spec is None or isinstance(spec, str):
+        if not (value is spec or isinstance(value, str) and value == spec):
+            raise ValueError(f"{where}: {_kind(value)} where {spec!r} is expected")
+    elif spec is bool or spec is str:
+        if not isinstance(value, spec):
+            raise ValueError(f"{where}: {_kind(value)} where a {spec.__name__} is expected")
+    elif isinstance(spec, dict):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: {_kind(value)} where a dict is expected")
+        if set(value) != set(spec):
+            missing, extra = sorted(set(spec) - set(value)), sorted(set(value) - set(spec))
+            raise ValueError(f"{where}: " + "; ".join(
+                [f"no {name!r}" for name in missing] + [f"{name!r} unexpected" for name in extra]))
+        for name, item in spec.items():
+            check(value[name], item, name if where == _RECORD else f"{where}.{name}")
+    elif isinstance(spec, list):
+        if not isinstance(value, list) or len(value) != len(spec):
+            raise ValueError(f"{where}: {_kind(value)} where a list of {len(spec)} is "
+                             "expected")
+        for index, (item, item_spec) in enumerate(zip(value, spec)):
+            check(item, item_spec, f"{where}[{index}]")
+    else:
+        spec.check(value, where)
+
+
+def _kind(value):
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    if isinstance(value, (list, dict)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+def _spec_like(value):
+    """The spec of values like ``value`` (a dict of strings, ints, floats and arrays): the
+    same keys, strings, dtypes and shapes; ints non-negative where ``value``'s are."""
+    if isinstance(value, dict):
+        return {name: _spec_like(item) for name, item in value.items()}
+    if isinstance(value, np.ndarray):
+        return Array(value.shape, value.dtype)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return Integer(0 if value >= 0 else None)
+    return Number()
+
+
+# -- the file format ---------------------------------------------------------------------
+
+#: The dtype kinds of a record's arrays: booleans, integers, floats and fixed-width strings.
+_ARRAY_KINDS = "biufSU"
+
+
+def _read_record(file):
+    """``(meta, arrays)`` of the record in ``file`` (a regular file): its ``__meta__`` entry
+    decoded from JSON, and its other arrays by name. Every member must be stored (as
+    ``np.savez`` writes them) with an npy header whose shape and dtype account for its size
+    exactly, and the members' sizes must add up to at most the file's: nothing is allocated
+    past what the file holds."""
+    size = _regular_size(os.fstat(file.fileno()))
+    arrays = {}
+    with zipfile.ZipFile(file) as archive:
+        members = archive.infolist()
+        if sum(member.compress_size for member in members) > size:
+            raise ValueError(f"its members declare more than its {size} bytes")
+        for member in members:
+            name = member.filename
+            if member.compress_type != zipfile.ZIP_STORED:
+                raise ValueError(f"{name} is compressed (records are written uncompressed)")
+            if (member.file_size != member.compress_size
+                    or member.header_offset + member.compress_size > size):
+                raise ValueError(f"{name} declares {member.file_size} bytes; the file has "
+                                 f"{size}")
+            if not name.endswith(".npy"):
+                raise ValueError(f"{name} is not an array")
+            with archive.open(member) as stored:
+                arrays[name[:-4]] = _read_array(stored, member.file_size, name)
+    meta = arrays.pop("__meta__", None)
+    if meta is None or meta.dtype.kind != "U" or meta.shape != ():
+        raise ValueError("no __meta__ string")
+    return json.loads(str(meta)), arrays
+
+
+def _regular_size(status):
+    """The size of the file of ``status`` (an `os.stat` result), if it is a regular one."""
+    if not stat.S_ISREG(status.st_mode):
+        raise ValueError("not a regular file")
+    return status.st_size
+
+
+def _read_array(stored, size, name):
+    """The array in ``stored`` (an npy file of ``size`` bytes), once its header is checked
+    against its size."""
+    version = npy.read_magic(stored)
+    if version not in [(1, 0), (2, 0)]:
+        raise ValueError(f"{name}: npy format {version}")
+    read_header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+    shape, fortran_order, dtype = read_header(stored)
+    if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise ValueError(f"{name}: dtype {dtype} (records hold numbers, booleans and strings)")
+    n_bytes = math.prod(shape) * dtype.itemsize
+    if min(shape, default=0) < 0 or stored.tell() + n_bytes != size:
+        raise ValueError(f"{name}: its header declares {math.prod(shape)} items of "
+                         f"{dtype.itemsize} bytes; it holds {size - stored.tell()} bytes")
+    data = bytearray(n_bytes)
+    if stored.readinto(data) != n_bytes:
+        raise ValueError(f"{name}: truncated")
+    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran_order else "C")
 
 
 def _feed(digest, value):
@@ -211,7 +467,10 @@ def _flattened(value, arrays):
 def _rebuilt(meta, arrays):
     if isinstance(meta, dict):
         if set(meta) == {"__array__"}:
-            return arrays[meta["__array__"]]
+            name = meta["__array__"]
+            if not isinstance(name, str) or name not in arrays:
+                raise ValueError(f"it names an array {name!r} it does not hold")
+            return arrays[name]
         return {name: _rebuilt(item, arrays) for name, item in meta.items()}
     if isinstance(meta, list):
         return [_rebuilt(item, arrays) for item in meta]

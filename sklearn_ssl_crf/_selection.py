@@ -10,6 +10,8 @@ import numpy as np
 from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
 
+from ._checkpoints import Either, Integer, ListOf, Number
+
 
 class _Iterates:
     """Scores the iterates of one run on a held-out set, keeps the best, and stops the run
@@ -51,6 +53,11 @@ class _Iterates:
     def restore_checkpoint_state(self, state):
         self.scores, self.best_iteration = list(state["scores"]), state["best_iteration"]
         self.best_theta = state["best_theta"]
+
+    def checkpoint_spec(self, weights):
+        """What a checkpoint of it holds; ``weights``: the spec of an iterate."""
+        return {"scores": ListOf(Number()), "best_iteration": Integer(0),
+                "best_theta": Either(None, weights), "patience": Either(None, Integer(0))}
 
 
 class _HeldOut:
@@ -224,3 +231,8 @@ class _BestEpoch:
     def restore_checkpoint_state(self, state):
         self.scores, self.epoch = list(state["scores"]), state["epoch"]
         self.weights = None if state["weights"] is None else tuple(state["weights"])
+
+    def checkpoint_spec(self, weights):
+        """What a checkpoint of it holds; ``weights``: the spec of the trainer's."""
+        return {"scores": ListOf(Number()), "epoch": Either(None, Integer(0)),
+                "weights": Either(None, weights)}

@@ -6,7 +6,7 @@ terms of `objective` (the unlabelled ones with a running mean of the label propo
 import numpy as np
 import scipy.sparse as sp
 
-from ._checkpoints import digest
+from ._checkpoints import Array, Either, ListOf, Number, digest
 from ._crf import _label_cooccurrence
 from ._parameters import WeightLayout, seen_structure, transition_masks
 from .inference import Workspace, chain_statistics
@@ -77,6 +77,15 @@ class _Samples:
     def restore_checkpoint_state(self, state):
         self._label_mass, self._token_mass = state["label_mass"], state["token_mass"]
         self.batches = state["batches"]
+
+    def checkpoint_spec(self, weights):
+        """What a checkpoint of it holds: this data's digest, the running label mass (0
+        before the first step) and the batches (sequence indices; None before drawn)."""
+        return {"data": self.checkpoint_state()["data"],
+                "label_mass": Either(Number(), Array((self.n_labels,))),
+                "token_mass": Number(),
+                "batches": Either(None, ListOf(Array((None,), np.intp,
+                                                     within=(0, self.n_samples))))}
 
     def labelled_packed(self):
         rows = self.sequences.offsets[self.n_labelled]

@@ -90,3 +90,6 @@ class LoggingCallback:
 
     def restore_checkpoint_state(self, state):
         self.on_iteration.restore_checkpoint_state(state)
+
+    def checkpoint_spec(self, weights):
+        return self.on_iteration.checkpoint_spec(weights)

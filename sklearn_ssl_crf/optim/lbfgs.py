@@ -13,11 +13,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg.blas import daxpy
 
+from .._checkpoints import Array, Entries, Integer, ListOf, Number
+
 __all__ = ["minimize_lbfgs", "LBFGSResult", "CurvatureHistory", "pseudo_gradient"]
 
 # Armijo constant of the backtracking line search, and its shrink factor.
 _SUFFICIENT_DECREASE = 1e-4
 _BACKTRACK = 0.5
+#: A log entry as a checkpoint holds it: a resumed run reads its time and loss.
+_LOG_ENTRY = Entries(time=Number(), loss=Number())
 
 
 @dataclass
@@ -112,15 +116,17 @@ def minimize_lbfgs(
     verbose : bool, default=False
         Print one line per iteration.
     checkpoint : object, default=None
-        A store of run records (``key(*parts)``, ``read(key)``, ``write(key, record)``,
-        ``due(iteration)`` and ``say(message)``; the package's
+        A store of run records (``key(*parts)``, ``read(key, finished, running)``,
+        ``write(key, record)``, ``due(iteration)`` and ``say(message)``; the package's
         ``_checkpoints.RunCheckpoints``), where the run's state is written after the
         iterations it says are due, and its result when it ends. A run that finds its own
         record there (the same start, objective, settings, memory and callback state)
         returns the recorded result, or goes on from the recorded iteration: the result
         of a run never interrupted. A callback with state gives it as
-        ``callback.checkpoint_state()`` (a dict of arrays and JSON values) and takes it
-        back with ``callback.restore_checkpoint_state``.
+        ``callback.checkpoint_state()`` (a dict of arrays and JSON values), takes it back
+        with ``callback.restore_checkpoint_state``, and says what a record of it must be
+        with ``callback.checkpoint_spec(weights)`` (``weights``: the spec of the run's
+        weights; see ``_checkpoints.check``).
 
     Returns
     -------
@@ -152,7 +158,17 @@ def minimize_lbfgs(
         # `_record_result`): the runs of a chain are keyed one after another.
         key = checkpoint.key(x, value, gradient, settings,
                              history.record_key if warm else None, _callback_state(callback))
-        record = checkpoint.read(key)
+        weights = Array((n,))
+        callback_spec = _callback_spec(callback, weights)
+        record = checkpoint.read(
+            key,
+            finished=dict(result=dict(x=weights, fun=Number(), n_iter=Integer(0),
+                                      log=ListOf(_LOG_ENTRY), termination_condition=str,
+                                      message=str),
+                          callback=callback_spec),
+            running=dict(x=weights, value=Number(), gradient=weights, loss=Number(),
+                         n_evaluations=Integer(1), log=ListOf(_LOG_ENTRY, 1),
+                         history=history.checkpoint_spec(), callback=callback_spec))
         if record is not None and record["finished"]:
             _restore(checkpoint, record, history, callback, warm, key)
             checkpoint.say(f"run {key} read ({record['result']['n_iter']} iterations)")
@@ -251,6 +267,12 @@ def _callback_state(callback):
     return None if state is None else state()
 
 
+def _callback_spec(callback, weights):
+    """What a record holds of ``callback``'s state (None: it has none)."""
+    return None if getattr(callback, "checkpoint_state", None) is None else (
+        callback.checkpoint_spec(weights))
+
+
 def _restore(checkpoint, record, history, callback, warm, key):
     """Put the memory and the callback back in the state ``record`` (filed under ``key``)
     holds. A finished run that shares its memory with the next ones (``warm``) keeps it
@@ -259,7 +281,8 @@ def _restore(checkpoint, record, history, callback, warm, key):
         callback.restore_checkpoint_state(record["callback"])
     if record["finished"] and warm:
         history.record_key = key
-        record = checkpoint.read(key, part="memory") or record
+        record = checkpoint.read(key, dict(history=history.checkpoint_spec()),
+                                 part="memory") or record
     if record.get("history") is not None:
         history.restore_checkpoint_state(record["history"])
 
@@ -292,9 +315,11 @@ class CurvatureHistory:
     """
 
     def __init__(self, m, n):
-        self.s = np.empty((m, n))
-        self.y = np.empty((m, n))
-        self.rho = np.empty(m)
+        # Zeros, not garbage, in the slots not yet filled: a checkpoint holds them, and its
+        # reader refuses non-finite values.
+        self.s = np.zeros((m, n))
+        self.y = np.zeros((m, n))
+        self.rho = np.zeros(m)
         self.m, self.size, self.newest = m, 0, -1
         self._alpha = np.empty(m)
         # The checkpoint record of the run that left these pairs (`minimize_lbfgs`).
@@ -323,6 +348,12 @@ class CurvatureHistory:
     def restore_checkpoint_state(self, state):
         self.s[...], self.y[...], self.rho[...] = state["s"], state["y"], state["rho"]
         self.size, self.newest = state["size"], state["newest"]
+
+    def checkpoint_spec(self):
+        """What a checkpoint of this memory holds (see `checkpoint_state`)."""
+        m, n = self.s.shape
+        return {"s": Array((m, n)), "y": Array((m, n)), "rho": Array((m,)),
+                "size": Integer(0, m), "newest": Integer(-1, m - 1)}
 
     def apply_inverse_hessian(self, gradient):
         """Two-loop recursion: the L-BFGS approximation of ``H^-1 @ gradient``."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._checkpoints import Array, Either, Entries, Integer, ListOf, Number
 from .transforms import GradientTransform
 
 __all__ = ["SGDTrainer", "SGDResult", "calibrate_learning_rate", "minimize_sgd", "sgd_epoch"]
@@ -128,6 +129,17 @@ class SGDTrainer:
         self.state[...], self.transition[...] = state["state"], state["transition"]
         self.scale, self.t, self.lam = state["scale"], state["t"], state["lam"]
         self.eta0, self.lam_transitions = state["eta0"], state["lam_transitions"]
+
+    def checkpoint_spec(self, weights):
+        """What a checkpoint of the trainer holds; ``weights``: the spec of its
+        ``(W, T)``."""
+        return {"state": weights[0], "transition": weights[1], "scale": Number(),
+                "t": Integer(0), "lam": Number(), "eta0": Number(),
+                "lam_transitions": Either(None, Number())}
+
+    def weights_spec(self):
+        """The spec of `weights` in a checkpoint."""
+        return [Array(self.state.shape), Array(self.transition.shape)]
 
     def set_weights(self, state, transition):
         self.state[...] = state
@@ -258,7 +270,8 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
     state : sequence, default=()
         Other objects whose state the epochs change (the random generator that orders the
         batches, the data's running estimates, what the callback keeps), each with
-        ``checkpoint_state()`` and ``restore_checkpoint_state(state)``.
+        ``checkpoint_state()``, ``restore_checkpoint_state(state)`` and
+        ``checkpoint_spec(weights)`` (see `SGDTrainer.checkpoint_spec`).
 
     Returns
     -------
@@ -274,7 +287,17 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
     if checkpoint is not None:
         key = checkpoint.key(dict(max_epochs=max_epochs, period=period, delta=delta),
                              [holder.checkpoint_state() for holder in holders])
-        record = checkpoint.read(key)
+        weights = trainer.weights_spec()
+        holder_specs = [holder.checkpoint_spec(weights) for holder in holders]
+        log_spec = ListOf(Entries(time=Number()))
+        record = checkpoint.read(
+            key,
+            finished=dict(result=dict(state=weights[0], transition=weights[1],
+                                      n_iter=Integer(0), log=log_spec,
+                                      termination_condition=str, message=str),
+                          holders=holder_specs),
+            running=dict(best_loss=Number(), best=weights, history=ListOf(Number()),
+                         log=log_spec, holders=holder_specs))
         if record is not None:
             for holder, held in zip(holders, record["holders"]):
                 holder.restore_checkpoint_state(held)
@@ -307,6 +330,8 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
                   f"at most {left:.0f}s left", flush=True)
         if not np.isfinite(loss):
             termination, message = "not_finite", "the loss is not finite"
+            # The result's weights, not non-finite ones: its record's reader refuses those.
+            trainer.set_weights(*best)
             break
         if loss < best_loss:
             best_loss, best = loss, trainer.weights()
