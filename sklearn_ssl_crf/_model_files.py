@@ -33,10 +33,10 @@ from ._crfsuite_format import (
     write_crfsuite,
 )
 from ._files import atomic_path
+from ._loaded_models import check_loaded
 from ._model_archive import MAGIC as ARCHIVE_MAGIC
 from ._model_archive import (
     UnsavableError,
-    check_loaded,
     check_plain,
     decode_plain,
     encode_archive,

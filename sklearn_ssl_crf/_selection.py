@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
 
-from ._checkpoints import Either, Integer, ListOf, Number
+from .optim.specs import Either, Integer, ListOf, Number
 
 
 class _Iterates:

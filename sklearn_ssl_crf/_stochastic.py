@@ -6,13 +6,14 @@ terms of `objective` (the unlabelled ones with a running mean of the label propo
 import numpy as np
 import scipy.sparse as sp
 
-from ._checkpoints import Array, Either, ListOf, Number, digest
+from ._checkpoints import digest
 from ._crf import _label_cooccurrence
 from ._parameters import WeightLayout, seen_structure, transition_masks
 from .inference import Workspace, chain_statistics
 from .objective import LabelProportionPenalty
 from .objective._potentials import clamp_unary, cost_augmented
 from .objective._weights import add_unlabelled_terms, chunk_log_likelihood
+from .optim.specs import Array, Either, ListOf, Number
 from .parallel import PackedSequences, transition_counts
 
 

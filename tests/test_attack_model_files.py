@@ -187,8 +187,9 @@ def test_one_array_referenced_many_times_is_one_array(tmp_path):
 
 def test_deeply_nested_json_is_refused(genuine, tmp_path):
     document, _ = parts(genuine[0])
-    text = json.dumps(document, separators=(",", ":")).replace('"info":{"$":"dict","v":{"train":"train.txt"}}',
-                                        '"info":' + "[" * 100_000 + "]" * 100_000)
+    text = json.dumps(document, separators=(",", ":")).replace(
+        '"info":{"$":"dict","v":{"train":"train.txt"}}',
+        '"info":' + "[" * 100_000 + "]" * 100_000)
     assert "[[[[" in text
     path = tmp_path / "nested.model"
     body = text.encode() + b"\0" * (-(_FIXED.size + len(text)) % 64)

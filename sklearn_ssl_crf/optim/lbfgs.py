@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg.blas import daxpy
 
-from .._checkpoints import Array, Entries, Integer, ListOf, Number
+from .specs import Array, Entries, Integer, ListOf, Number
 
 __all__ = ["minimize_lbfgs", "LBFGSResult", "CurvatureHistory", "pseudo_gradient"]
 

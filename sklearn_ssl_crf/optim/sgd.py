@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checkpoints import Array, Either, Entries, Integer, ListOf, Number
+from .specs import Array, Either, Entries, Integer, ListOf, Number
 from .transforms import GradientTransform
 
 __all__ = ["SGDTrainer", "SGDResult", "calibrate_learning_rate", "minimize_sgd", "sgd_epoch"]
