@@ -457,9 +457,9 @@ def read_text(path, encoding="utf-8"):
 def iter_text(path, encoding="utf-8"):
     """Read raw text lazily, one sentence per line: `read_text` as a generator.
 
-    Only one line is in memory at a time, so millions of unlabelled sentences can be
-    featurised and packed as they are read (``X_unlabeled`` of the estimators takes any
-    iterable). Each pass over the file needs a new generator.
+    Only a block of lines (about a megabyte of the file) is in memory at a time, so millions
+    of unlabelled sentences can be featurised and packed as they are read (``X_unlabeled``
+    of the estimators takes any iterable). Each pass over the file needs a new generator.
 
     Parameters
     ----------
