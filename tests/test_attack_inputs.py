@@ -60,19 +60,17 @@ def _capped_outcomes(code, **names):
     """What ``code`` (run in a child capped at 1 GiB past its imports) put in its dict
     ``outcomes``; ``names`` are bound in the child to their JSON values."""
     bindings = "".join(f"{name} = {json.dumps(value)}\n" for name, value in names.items())
-    result = run_capped(bindings + code + "\nraise _Outcomes(json.dumps(outcomes))\n",
+    # The child reports only an exception: the outcomes travel in one's message.
+    carrier = "import json\n\nclass _Outcomes(Exception):\n    pass\n\n"
+    result = run_capped(carrier + bindings + code + "\nraise _Outcomes(json.dumps(outcomes))\n",
                         cwd=REPOSITORY)
     assert result["error"] == "_Outcomes", result.get("traceback")
     return json.loads(result["message"])
 
 
 _READ_EACH = """
-import json
 from sklearn_ssl_crf.datasets import (
     iter_text, read_column_fields, read_columns, read_conllu, read_text)
-
-class _Outcomes(Exception):
-    pass
 
 outcomes = {}
 for reader in (read_text, lambda p: list(iter_text(p)), read_columns, read_column_fields,
@@ -207,11 +205,8 @@ def _error_line(capsys, argv):
 
 
 _CLI = """
-import contextlib, io, json
+import contextlib, io
 from sklearn_ssl_crf.cli import main
-
-class _Outcomes(Exception):
-    pass
 
 err = io.StringIO()
 with contextlib.redirect_stderr(err):
