@@ -300,6 +300,41 @@ def test_bad_files_in_every_command(corpus, trained, tmp_path, capsys):
         capsys, ["evaluate", str(model), str(short)])
 
 
+def test_sep_reads_tab_separated_tokens_with_spaces(tmp_path, capsys):
+    # Every third token holds a space: only a tab separates its fields.
+    X, y = make_sequences(40, random_state=1)
+    X = [[f"{w} {w[:1]}" if i % 3 == 0 else w for i, w in enumerate(s)] for s in X]
+    data = tmp_path / "tabs.txt"
+    data.write_text("".join("".join(f"{w}\t{t}\n" for w, t in zip(words, labels)) + "\n"
+                            for words, labels in zip(X, y)))
+    model = tmp_path / "tabs.skops"
+    assert main(["train", str(data), "--sep", "tab", "--c1", "0", "--c2", "0.1",
+                 "--max-iterations", "10", "--model", str(model), "--quiet"]) == 0
+    assert read_columns(data, sep="\t") == (X, y)
+    predicted = load(model).predict(X)
+    # evaluate and tag read the file as train did, unless told otherwise.
+    for sep in ([], ["--sep", "\\t"]):
+        capsys.readouterr()
+        assert main(["evaluate", str(model), str(data), *sep]) == 0
+        accuracy = flat_accuracy_score(y, predicted)
+        assert f"token accuracy    {accuracy:.4f}" in capsys.readouterr().out
+    assert main(["tag", str(model), str(data), "--format", "columns"]) == 0
+    assert capsys.readouterr().out == "".join(
+        "".join(f"{w}\t{t}\t{p}\n" for w, t, p in zip(*sentence)) + "\n"
+        for sentence in zip(X, y, predicted))
+    assert "tabs.txt, line 2: expected 3 columns (as on the first token line), found 2" in \
+        _run_error(capsys, ["evaluate", str(model), str(data), "--sep", "whitespace"])
+    assert "--sep needs column input (--format columns)" in _run_error(
+        capsys, ["tag", str(model), str(data), "--sep", "tab"])
+    conllu = tmp_path / "x.conllu"
+    conllu.write_text("1\tHe\the\tPRON\tPRP\t_\t0\troot\t_\t_\n\n")
+    assert "--sep applies to column files, not CoNLL-U" in _run_error(
+        capsys, ["train", str(conllu), "--sep", "tab"])
+    with pytest.raises(SystemExit):
+        main(["train", str(data), "--sep", ""])
+    assert "the separator must not be empty" in capsys.readouterr().err
+
+
 def test_console_script_is_installed():
     script = shutil.which("sklearn-ssl-crf")
     if script is None:

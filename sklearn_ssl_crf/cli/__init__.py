@@ -2,7 +2,8 @@
 
 Subcommands ``train``, ``tag``, ``evaluate`` and ``demo`` (the default). Errors in the input
 (a missing or malformed file, a bad setting) print one line naming what is wrong, with the
-file and line where there is one, and exit with status 2.
+file and line where there is one, and exit with status 2; so does running out of memory,
+naming what the command was doing (the ``stage`` a command sets on its ``args``).
 """
 
 import argparse
@@ -44,6 +45,14 @@ def main(argv=None):
             f"; the same command resumes from the checkpoints in {where}" if where else ""),
             file=sys.stderr)
         return 130
+    except MemoryError as error:
+        # Inputs too large for this machine: what was being done and what the allocation
+        # was (NumPy's message names the array), not a traceback.
+        stage = getattr(args, "stage", f"running {args.command}")
+        print(f"{_PROG} {args.command}: out of memory while {stage}: "
+              f"{str(error) or 'an allocation failed'}; give fewer or shorter sentences, fewer "
+              "labels or features, or run on a machine with more memory", file=sys.stderr)
+        return 2
     except (ValueError, OSError, ImportError) as error:
         # Bad input, not a bug of ours: one line, no traceback (argparse's status for
         # usage errors is 2 as well).

@@ -1,12 +1,14 @@
 """The command line's input files: labelled, unlabelled and to-be-tagged sentences.
 
-Formats: ``columns`` (one token per line, fields separated by whitespace, a blank line
-between sentences, CoNLL-2000 style), ``conllu`` (Universal Dependencies) and ``text``
-(one sentence per line, whitespace-tokenised; unlabelled only). Every reader error names
-the file and, where there is one, the line.
+Formats: ``columns`` (one token per line, fields separated by whitespace or ``--sep``, a
+blank line between sentences, CoNLL-2000 style), ``conllu`` (Universal Dependencies) and
+``text`` (one sentence per line, whitespace-tokenised; unlabelled only). Every reader error
+names the file and, where there is one, the line.
 """
 
-from pathlib import Path
+import argparse
+import os
+import stat
 
 from ..datasets import iter_text, read_column_fields, read_columns, read_conllu, read_text
 
@@ -20,12 +22,32 @@ def guess_format(path, given):
     return "conllu" if str(path).removesuffix(".gz").endswith(".conllu") else "columns"
 
 
-def read_labelled(path, file_format, column, token_columns, encoding):
+def add_sep_argument(parser, default, default_help):
+    """Add ``--sep``, the column separator of column files (``default``: its value when not
+    given, or ``argparse.SUPPRESS``; ``default_help`` says what it is)."""
+    parser.add_argument("--sep", type=_separator, default=default, metavar="SEP",
+                        help="separator of the fields of column files: tab (or \\t), "
+                        "whitespace (runs of spaces and tabs) or any string; default "
+                        + default_help)
+
+
+def _separator(text):
+    """``--sep``'s value as the readers' ``sep``: None for runs of whitespace."""
+    if text == "whitespace":
+        return None
+    sep = {"tab": "\t", "\\t": "\t"}.get(text, text)
+    if not sep:
+        raise argparse.ArgumentTypeError("the separator must not be empty")
+    return sep
+
+
+def read_labelled(path, file_format, column, token_columns, encoding, sep):
     """Sentences and labels of a labelled file.
 
     ``column`` is the label column: an int for column files (default the last), ``upos`` or
     ``xpos`` for CoNLL-U. ``token_columns`` (list of int or None: all but the label) picks
-    the columns that make a token in column files.
+    the columns that make a token in column files, whose fields are separated by ``sep``
+    (None: runs of whitespace).
     """
     file_format = guess_format(path, file_format)
     if file_format == "text":
@@ -33,32 +55,37 @@ def read_labelled(path, file_format, column, token_columns, encoding):
     if file_format == "conllu":
         if token_columns is not None:
             raise ValueError("--token-columns applies to column files, not CoNLL-U")
+        if sep is not None:
+            raise ValueError("--sep applies to column files, not CoNLL-U")
         label = "upos" if column is None else column
         if label not in ("upos", "xpos"):
             raise ValueError(f"--column for a CoNLL-U file is upos or xpos, got {label!r}")
         sequences, labels = read_conllu(path, column=label, encoding=encoding)
     else:
         sequences, labels = read_columns(
-            path, columns=token_columns, label_column=_column_index(column), encoding=encoding)
+            path, columns=token_columns, label_column=_column_index(column), sep=sep,
+            encoding=encoding)
     _check_not_empty(path, sequences)
     return sequences, labels
 
 
 class UnlabelledFiles:
     """The sentences of unlabelled files (raw text, or column files whose tokens are
-    ``token_columns``, default every column), read again at each pass over them.
+    ``token_columns``, default every column, of fields separated by ``sep``), read again at
+    each pass over them.
 
-    Raw text is read a line at a time (`datasets.iter_text`), so a pass holds one sentence
-    of it, and a featurised pass (``WindowFeatures().transform(iter(files))``) streams into
-    ``fit``; column and CoNLL-U files are read a file at a time. ``count`` is the number of
-    sentences of the last complete pass (None before one).
+    Raw text is read a block of lines at a time (`datasets.iter_text`), so a pass holds a
+    megabyte of it, and a featurised pass (``WindowFeatures().transform(iter(files))``)
+    streams into ``fit``; column and CoNLL-U files are read a file at a time. ``count`` is
+    the number of sentences of the last complete pass (None before one).
     """
 
-    def __init__(self, paths, file_format, token_columns, encoding):
+    def __init__(self, paths, file_format, token_columns, encoding, sep):
         self.paths = list(paths)
         self.file_format = "text" if file_format is None else file_format
         self.token_columns = token_columns
         self.encoding = encoding
+        self.sep = sep
         self.count = None
 
     def __bool__(self):
@@ -80,11 +107,12 @@ class UnlabelledFiles:
             return iter_text(path, encoding=self.encoding)
         if self.file_format == "conllu":
             return read_conllu(path, encoding=self.encoding)[0]
-        return _read_token_columns(path, self.token_columns, self.encoding)
+        return _read_token_columns(path, self.token_columns, self.encoding, self.sep)
 
 
-def read_to_tag(path, file_format, token_columns, encoding):
-    """Sentences to tag, with the fields to echo in the output.
+def read_to_tag(path, file_format, token_columns, encoding, sep):
+    """Sentences to tag, with the fields to echo in the output (``sep`` separates the fields
+    of column files).
 
     Returns ``(sequences, rows)``: ``rows[i][j]`` is the list of fields printed before the
     predicted label of token ``j`` of sentence ``i`` (the whole input line for column
@@ -99,7 +127,7 @@ def read_to_tag(path, file_format, token_columns, encoding):
             f"column file with those columns (--format columns)"
         )
     if file_format == "columns":
-        rows = read_column_fields(path, encoding=encoding)
+        rows = read_column_fields(path, sep=sep, encoding=encoding)
         _check_not_empty(path, rows)
         if max(token_columns) >= len(rows[0][0]):
             raise ValueError(
@@ -120,9 +148,9 @@ def _pick(fields, keep):
     return fields[keep[0]] if len(keep) == 1 else tuple(fields[i] for i in keep)
 
 
-def _read_token_columns(path, token_columns, encoding):
+def _read_token_columns(path, token_columns, encoding, sep):
     """Tokens of an unlabelled column file made of ``token_columns`` (default: all)."""
-    rows = read_column_fields(path, encoding=encoding)
+    rows = read_column_fields(path, sep=sep, encoding=encoding)
     if not rows:
         return rows
     n_fields = len(rows[0][0])
@@ -149,6 +177,16 @@ def _check_not_empty(path, sequences):
 
 
 def check_readable(path):
-    """A clear error for a missing input file, before any work."""
-    if not Path(path).is_file():
-        raise ValueError(f"{path}: no such file")
+    """A clear error for an input file that cannot be read, before any work: missing, a
+    directory or not readable. Other files than regular ones (``/dev/stdin``, a named pipe)
+    are read: the readers bound what they take from them."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except PermissionError:
+        raise ValueError(f"{path}: permission denied") from None
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"{path}: is a directory, not a file")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"{path}: permission denied")

@@ -1,11 +1,13 @@
 """``evaluate``: a saved model on a labelled file, with conlleval's span report."""
 
+import argparse
+
 from ..metrics import (
     flat_classification_report,
     sequence_accuracy_score,
     span_classification_report,
 )
-from ._inputs import check_readable, read_labelled
+from ._inputs import add_sep_argument, check_readable, read_labelled
 from ._model import load_tagger
 from ._scores import has_spans, scores
 
@@ -22,18 +24,23 @@ def add_parser(subparsers):
                         "holds: only for files you made or trust")
     parser.add_argument("input", help="labelled file")
     parser.add_argument("--column", help="label column (default: as in training)")
+    add_sep_argument(parser, argparse.SUPPRESS, "as in training")
     parser.add_argument("--encoding", default="utf-8", help="encoding of the input file")
     parser.set_defaults(run=run)
     return parser
 
 
 def run(args):
+    args.stage = f"reading {args.model}"
     tagger = load_tagger(args.model, args.trusted)
     check_readable(args.input)
     info = tagger.info
     column = info["label_column"] if args.column is None else args.column
     token_columns = None if info["format"] == "conllu" else tagger.token_columns
-    X, y = read_labelled(args.input, info["format"], column, token_columns, args.encoding)
+    args.stage = f"reading {args.input}"
+    X, y = read_labelled(args.input, info["format"], column, token_columns, args.encoding,
+                         getattr(args, "sep", info.get("sep")))
+    args.stage = f"tagging {args.input}"
     predicted = tagger.estimator.predict(tagger.features.transform(X))
     classes = tagger.estimator.classes_
     if has_spans(classes):

@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from .._files import atomic_path
-from ._inputs import FORMATS, check_readable, read_to_tag
+from ._inputs import FORMATS, add_sep_argument, check_readable, read_to_tag
 from ._model import load_tagger
 
 
@@ -36,18 +36,24 @@ def add_parser(subparsers):
                         "advance, '_' where unknown: the output keeps them and labels the "
                         "rest consistently with them")
     parser.add_argument("--output", help="file to write (default: standard output)")
+    add_sep_argument(parser, argparse.SUPPRESS, "as in training (--format columns)")
     parser.add_argument("--encoding", default="utf-8", help="encoding of the input file")
     parser.set_defaults(run=run)
     return parser
 
 
 def run(args):
-    if args.known_column is not None and args.format != "columns":
-        raise ValueError("--known-column needs column input (--format columns)")
+    for option, given in (("--known-column", args.known_column is not None),
+                          ("--sep", hasattr(args, "sep"))):
+        if given and args.format != "columns":
+            raise ValueError(f"{option} needs column input (--format columns)")
+    args.stage = f"reading {args.model}"
     tagger = load_tagger(args.model, args.trusted)
     check_readable(args.input)
+    args.stage = f"reading {args.input}"
     sequences, rows = read_to_tag(args.input, args.format, tagger.token_columns,
-                                  args.encoding)
+                                  args.encoding, getattr(args, "sep", tagger.info.get("sep")))
+    args.stage = f"tagging {args.input}"
     known = _known_labels(args, rows, tagger.estimator.classes_)
     features = tagger.features.transform(sequences)
     estimator = tagger.estimator

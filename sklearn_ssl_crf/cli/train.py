@@ -17,7 +17,14 @@ from .._selection import describe_settings
 from .._self_training import SelfTrainingCRF
 from .._semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
 from ..features import WindowFeatures, WordClusters
-from ._inputs import FORMATS, UnlabelledFiles, check_readable, guess_format, read_labelled
+from ._inputs import (
+    FORMATS,
+    UnlabelledFiles,
+    add_sep_argument,
+    check_readable,
+    guess_format,
+    read_labelled,
+)
 from ._scores import scores as dev_scores
 
 ESTIMATORS = {
@@ -68,6 +75,7 @@ def add_parser(subparsers):
     data.add_argument("--dev", help="labelled dev file (format of the training file): "
                       "the settings are chosen on it instead of by cross-validation over the "
                       "training sentences, and its scores are reported")
+    add_sep_argument(data, None, "whitespace")
     data.add_argument("--encoding", default="utf-8", help="encoding of every input file")
 
     model = parser.add_argument_group("model")
@@ -149,18 +157,24 @@ def run(args):
         raise ValueError(f"--method {args.method} needs --unlabelled files")
 
     file_format = guess_format(args.train, args.format)
+    args.stage = f"reading {args.train}"
     X, y = read_labelled(args.train, file_format, args.column, args.token_columns,
-                         args.encoding)
+                         args.encoding, args.sep)
     # Read again, and featurised as they are read, at every fit: never all held as dicts.
     unlabelled = UnlabelledFiles(args.unlabelled, args.unlabelled_format, args.token_columns,
-                                 args.encoding)
-    X_dev, y_dev = (read_labelled(args.dev, file_format, args.column, args.token_columns,
-                                  args.encoding) if args.dev else (None, None))
+                                 args.encoding, args.sep)
+    X_dev = y_dev = None
+    if args.dev:
+        args.stage = f"reading {args.dev}"
+        X_dev, y_dev = read_labelled(args.dev, file_format, args.column, args.token_columns,
+                                     args.encoding, args.sep)
+    args.stage = "reading the first unlabelled sentence"
     token_columns = _token_columns(X, unlabelled, args)
     progress(f"read {len(X):,} labelled" + (f", {len(X_dev):,} dev" if args.dev else "")
              + " sentences" + (" (unlabelled files are streamed)" if unlabelled else ""))
 
     started = time.perf_counter()
+    args.stage = "computing the features"
     window = _window_features(args)
     # Clusters are learned from every sentence, in two passes over the files.
     window.fit(_Concatenation(X, unlabelled) if args.clusters else X)
@@ -174,6 +188,7 @@ def run(args):
         print(f"sklearn-ssl-crf train: checkpoints in {args.checkpoint} (the same command "
               "resumes from them)", file=sys.stderr, flush=True)
     progress(f"training {type(estimator).__name__}")
+    args.stage = f"training {type(estimator).__name__}"
     fit_started = time.perf_counter()
     features_unlabelled = window.transform(iter(unlabelled)) if unlabelled else None
     with contextlib.redirect_stdout(sys.stderr):
@@ -195,6 +210,7 @@ def run(args):
         "format": file_format,
         "label_column": args.column,
         "token_columns": token_columns,
+        "sep": args.sep,
         "train": str(args.train),
         "unlabelled": [str(path) for path in args.unlabelled],
         "dev": str(args.dev) if args.dev else None,
@@ -205,6 +221,7 @@ def run(args):
             print(f"sklearn-ssl-crf train: {args.model} is a pickle: tag and evaluate load it "
                   "only with --trusted (any other name writes the package's safe format)",
                   file=sys.stderr)
+        args.stage = f"writing {args.model}"
         save(model, args.model, info=info)
     _summary(args, estimator, chosen, scores, seconds, len(X), unlabelled.count or 0)
     return 0

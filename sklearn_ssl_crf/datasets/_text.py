@@ -3,9 +3,23 @@ text, one sentence a line. They return plain Python lists: ``sequences`` (one li
 tokens per sentence) and ``labels`` (one list of str tags per sentence).
 """
 
+import codecs
 import gzip
 import numbers
 from operator import itemgetter
+
+MAX_LINE_CHARS = 2**24
+"""The longest line the readers accept, in characters (16 Mi): ten times a 200,000-token
+sentence of raw text, and a bound on what a file without line ends (``/dev/zero``, a
+gzip bomb) makes them read."""
+
+MAX_TOKEN_CHARS = 2**16
+"""The longest word (run of non-whitespace characters) the readers accept (64 Ki
+characters): thirty times the longest URLs in use."""
+
+# Bytes (characters of a text file) read at a time: large enough to read at the speed of
+# reading in one go, small beside MAX_LINE_CHARS.
+_BLOCK = 2**20
 
 _DOCSTART = "-DOCSTART-"
 
@@ -21,25 +35,108 @@ _CONLLU_TAG_COLUMN = {"upos": 3, "xpos": 4}
 
 def _read_lines(source, encoding):
     """Name and lines of a path (gzip-compressed when it ends in ``.gz``) or open text file,
-    read in one go (much faster than iterating)."""
+    read a block at a time with the limits of `_line_blocks`."""
+    name, blocks = _line_blocks(source, encoding)
+    lines = []
+    for block in blocks:
+        lines += block
+    return name, lines
+
+
+def _line_blocks(source, encoding):
+    """Name of a path or open text file, and a generator of its lines in blocks.
+
+    The file is read ``_BLOCK`` bytes (characters for a text file) at a time, decoded
+    incrementally, so a line or a word beyond `MAX_LINE_CHARS` or `MAX_TOKEN_CHARS` stops
+    the reading within a block of the limit, whatever the file holds (a gzip bomb,
+    ``/dev/zero``). Each block is a list of lines without their line ends (CRLF and CR end
+    a line as LF does); the last line of the file comes last, empty when the file ends
+    with a line end. A byte-order mark at the start is dropped.
+    """
     if hasattr(source, "read"):
-        return str(getattr(source, "name", "<file>")), source.read().split("\n")
-    opener = gzip.open if str(source).endswith(".gz") else open
-    with opener(source, "rb") as f:
-        data = f.read()
+        name = str(getattr(source, "name", "<file>"))
+        return name, _split_lines(name, iter(lambda: source.read(_BLOCK), ""), None)
+    return str(source), _split_lines(str(source), _decoded_blocks(source, encoding), encoding)
+
+
+def _decoded_blocks(path, encoding):
+    """The text of a file in blocks, decoded incrementally (an empty block may come before
+    the end)."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    opener = gzip.open if str(path).endswith(".gz") else open
     try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as error:
-        raise _decoding_error(source, data.count(b"\n", 0, error.start) + 1, data, error,
-                              encoding) from None
-    # As universal newlines would: CRLF and CR become LF. Splitting on "\n" only (not
-    # str.splitlines) keeps tokens that contain exotic line separators such as U+2028 intact.
-    return str(source), text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        f = opener(path, "rb")
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{path}: is a directory, not a file") from None
+    with f:
+        while data := f.read(_BLOCK):
+            yield decoder.decode(data)
+        yield decoder.decode(b"", final=True)
 
 
-def _decoding_error(source, lineno, data, error, encoding):
-    byte = data[error.start:error.start + 1]
-    return ValueError(f"{source}, line {lineno}: byte {byte!r} is not valid {encoding} "
+def _split_lines(name, blocks, encoding):
+    """Lists of the complete lines of the text ``blocks`` (see `_line_blocks`), their lengths
+    checked; ``encoding`` (None for a text file) names the decoding in error messages."""
+    lineno, carry, first = 0, "", True
+    while True:
+        error = None
+        try:
+            text = next(blocks, None)
+        except UnicodeDecodeError as caught:
+            if encoding is None:
+                raise
+            # The lines before the bad byte come first, as a lazy reader reaches them.
+            error, text = caught, caught.object[:caught.start].decode(encoding, "replace")
+        end = text is None
+        if first and text:
+            text, first = text.removeprefix("\ufeff"), False
+        text = carry + (text or "")
+        # A CR at the end may be the first half of a CRLF: it ends its line in the next block.
+        held = "\r" if text.endswith("\r") and not end else ""
+        # As universal newlines would: CRLF and CR become LF. Splitting on "\n" only (not
+        # str.splitlines) keeps tokens that contain exotic line separators such as U+2028.
+        text = text[:len(text) - len(held)].replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        carry = "" if end else lines.pop() + held
+        if len(carry) > MAX_LINE_CHARS:
+            raise _too_long(name, lineno + len(lines) + 1, MAX_LINE_CHARS, "the line")
+        if lines:
+            _check_lengths(name, lineno, text, lines)
+            lineno += len(lines)
+            yield lines
+        if error is not None:
+            # The bad byte is on the unfinished line, or after its CR.
+            raise _decoding_error(name, lineno + 1 + len(held), error,
+                                  encoding) from None
+        if end:
+            return
+
+
+def _check_lengths(name, lineno, text, lines):
+    """Check that no line of ``lines``, the lines of ``text`` (the first is line ``lineno +
+    1``), exceeds the limits."""
+    # A line of at least MAX_TOKEN_CHARS characters fills one of the aligned windows of
+    # half that length: when each holds a line end, no line can hold a word beyond the
+    # limit. A few str.find per block, where measuring every line cost 10 % of read_text.
+    step = MAX_TOKEN_CHARS // 2
+    if all(text.find("\n", start, start + step) >= 0
+           for start in range(0, len(text) - step + 1, step)):
+        return
+    for number, line in enumerate(lines, lineno + 1):
+        if len(line) > MAX_LINE_CHARS:
+            raise _too_long(name, number, MAX_LINE_CHARS, "the line")
+        if len(line) > MAX_TOKEN_CHARS and max(map(len, line.split())) > MAX_TOKEN_CHARS:
+            raise _too_long(name, number, MAX_TOKEN_CHARS, "a word")
+
+
+def _too_long(name, lineno, limit, what):
+    return ValueError(f"{name}, line {lineno}: {what} is longer than {limit:,} characters, "
+                      f"the readers' limit; is it a text file of sentences?")
+
+
+def _decoding_error(name, lineno, error, encoding):
+    byte = error.object[error.start:error.start + 1]
+    return ValueError(f"{name}, line {lineno}: byte {byte!r} is not valid {encoding} "
                       f"({error.reason}); give the file's encoding")
 
 
@@ -87,7 +184,9 @@ def read_columns(path, columns=None, label_column=-1, sep=None, encoding="utf-8"
     Parameters
     ----------
     path : str, path-like or text file object
-        The file to read. An open file is read from its current position.
+        The file to read (gzip-compressed when its name ends in ``.gz``), a block of about
+        a megabyte at a time; a byte-order mark at its start is dropped. An open file is
+        read from its current position.
     columns : int, sequence of int or None, default=None
         Columns making up a token (negative indices count from the end). ``None`` keeps every
         column except the label column.
@@ -111,9 +210,14 @@ def read_columns(path, columns=None, label_column=-1, sep=None, encoding="utf-8"
     Raises
     ------
     ValueError
-        If a line has a different number of fields than the first token line of the file
-        (the message names the file and the line number), or if a requested column does not
-        exist.
+        If a line has a different number of fields than the first token line of the file,
+        or a byte is not valid in ``encoding`` (the message names the file and the line
+        number), or if a requested column does not exist.
+        A line longer than 2**24 characters (16 Mi), or a word (a run of non-whitespace
+        characters) longer than 2**16 (64 Ki), stops the reading within a megabyte of the
+        limit, whatever the file (a gzip bomb, a device such as ``/dev/zero``).
+    IsADirectoryError
+        If ``path`` is a directory.
 
     See Also
     --------
@@ -157,7 +261,9 @@ def read_column_fields(path, sep=None, encoding="utf-8"):
     Parameters
     ----------
     path : str, path-like or text file object
-        The file to read (gzip-compressed when its name ends in ``.gz``).
+        The file to read (gzip-compressed when its name ends in ``.gz``), a block of about
+        a megabyte at a time; a byte-order mark at its start is dropped. An open file is
+        read from its current position.
     sep : str or None, default=None
         Field separator; ``None`` splits on runs of whitespace.
     encoding : str, default="utf-8"
@@ -173,6 +279,11 @@ def read_column_fields(path, sep=None, encoding="utf-8"):
     ValueError
         If a line has a different number of fields than the first token line, or a byte is
         not valid in ``encoding`` (the message names the file and the line number).
+        A line longer than 2**24 characters (16 Mi), or a word (a run of non-whitespace
+        characters) longer than 2**16 (64 Ki), stops the reading within a megabyte of the
+        limit, whatever the file (a gzip bomb, a device such as ``/dev/zero``).
+    IsADirectoryError
+        If ``path`` is a directory.
 
     See Also
     --------
@@ -225,7 +336,9 @@ def read_conllu(path, column="upos", encoding="utf-8"):
     Parameters
     ----------
     path : str, path-like or text file object
-        The file to read.
+        The file to read (gzip-compressed when its name ends in ``.gz``), a block of about
+        a megabyte at a time; a byte-order mark at its start is dropped. An open file is
+        read from its current position.
     column : {"upos", "xpos"}, default="upos"
         Which tag to return: universal (column 4) or language-specific (column 5).
     encoding : str, default="utf-8"
@@ -244,6 +357,11 @@ def read_conllu(path, column="upos", encoding="utf-8"):
         If a non-blank, non-comment line does not have 10 tab-separated fields, or a word's
         tag is ``_`` (no tag; the message names the file and the line number), or if
         ``column`` is unknown.
+        A line longer than 2**24 characters (16 Mi), or a word (a run of non-whitespace
+        characters) longer than 2**16 (64 Ki), stops the reading within a megabyte of the
+        limit, whatever the file (a gzip bomb, a device such as ``/dev/zero``).
+    IsADirectoryError
+        If ``path`` is a directory.
 
     See Also
     --------
@@ -299,7 +417,9 @@ def read_text(path, encoding="utf-8"):
     Parameters
     ----------
     path : str, path-like or text file object
-        The file to read (gzip-compressed when its name ends in ``.gz``).
+        The file to read (gzip-compressed when its name ends in ``.gz``), a block of about
+        a megabyte at a time; a byte-order mark at its start is dropped. An open file is
+        read from its current position.
     encoding : str, default="utf-8"
         Encoding used when ``path`` is a path.
 
@@ -313,6 +433,11 @@ def read_text(path, encoding="utf-8"):
     ValueError
         If a byte of the file is not valid in ``encoding`` (the message names the file and
         the line number).
+        A line longer than 2**24 characters (16 Mi), or a word (a run of non-whitespace
+        characters) longer than 2**16 (64 Ki), stops the reading within a megabyte of the
+        limit, whatever the file (a gzip bomb, a device such as ``/dev/zero``).
+    IsADirectoryError
+        If ``path`` is a directory.
 
     See Also
     --------
@@ -332,14 +457,16 @@ def read_text(path, encoding="utf-8"):
 def iter_text(path, encoding="utf-8"):
     """Read raw text lazily, one sentence per line: `read_text` as a generator.
 
-    Only one line is in memory at a time, so millions of unlabelled sentences can be
-    featurised and packed as they are read (``X_unlabeled`` of the estimators takes any
-    iterable). Each pass over the file needs a new generator.
+    Only a block of lines (about a megabyte of the file) is in memory at a time, so millions
+    of unlabelled sentences can be featurised and packed as they are read (``X_unlabeled``
+    of the estimators takes any iterable). Each pass over the file needs a new generator.
 
     Parameters
     ----------
     path : str, path-like or text file object
-        The file to read (gzip-compressed when its name ends in ``.gz``).
+        The file to read (gzip-compressed when its name ends in ``.gz``), a block of about
+        a megabyte at a time; a byte-order mark at its start is dropped. An open file is
+        read from its current position.
     encoding : str, default="utf-8"
         Encoding used when ``path`` is a path.
 
@@ -351,8 +478,13 @@ def iter_text(path, encoding="utf-8"):
     Raises
     ------
     ValueError
-        When the line being read holds a byte that is not valid in ``encoding`` (the
+        When the lines being read hold a byte that is not valid in ``encoding`` (the
         message names the file and the line number).
+        A line longer than 2**24 characters (16 Mi), or a word (a run of non-whitespace
+        characters) longer than 2**16 (64 Ki), stops the reading within a megabyte of the
+        limit, whatever the file (a gzip bomb, a device such as ``/dev/zero``).
+    IsADirectoryError
+        If ``path`` is a directory.
 
     See Also
     --------
@@ -368,20 +500,8 @@ def iter_text(path, encoding="utf-8"):
     >>> list(sentences)
     [['It', 'ran', '.']]
     """
-    if hasattr(path, "read"):
-        for line in path:
-            tokens = line.split()
-            if tokens:
-                yield tokens
-        return
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode(encoding)
-            except UnicodeDecodeError as error:
-                raise _decoding_error(path, lineno, raw, error, encoding) from None
-            tokens = line.split()
+    for block in _line_blocks(path, encoding)[1]:
+        for tokens in map(str.split, block):
             if tokens:
                 yield tokens
 
