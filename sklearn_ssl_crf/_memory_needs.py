@@ -120,14 +120,14 @@ def check_fit_memory(n_labels, n_attributes, work_tokens, weight_copies, *, orde
     """Raise ValueError when training a CRF needs more memory than the process can have.
 
     The need is a lower bound of a fit's peak, made of the arrays that it holds at once at
-    least (the fits measured peaked 1.7 to 1.8 times higher), so that no fit that would
+    least (the fits measured peaked 1.7 to 2.6 times higher), so that no fit that would
     have fitted is refused:
 
     - the weights, ``weight_copies`` vectors of them (L-BFGS's pairs, the iterate, the
       gradient, the search direction and the trial point): the state weights (attributes
       x labels) when every pair has one (``all_possible_states``), the transitions
       (labels^2, and at order 2 the label triples too) when all are allowed; and at least
-      one dense copy of the state weights (the fitted ``state_weights_``);
+      one dense copy of them all (the fitted ``state_weights_`` and transitions);
     - the per-token potentials and lattices of the largest block of ``work_tokens``
       tokens summed at once: S values per token, S the labels, or the label pairs at
       order 2 with every transition allowed;
@@ -148,15 +148,19 @@ def check_fit_memory(n_labels, n_attributes, work_tokens, weight_copies, *, orde
     transitions = labels**2 if order == 1 else labels**2 * (labels + 3)
     vector = (labels * attributes if all_possible_states else 0) + (
         transitions if all_possible_transitions else 0)
-    states = labels**2 if order == 2 and all_possible_transitions else labels
-    transition_work = labels**2 if order == 1 else labels**2 * (labels + 1)
+    # At order 2 with some transitions forbidden, the chain runs over the allowed pairs
+    # and triples only, which the settings do not tell: counted as at order 1.
+    second_order = order == 2 and all_possible_transitions
+    states = labels**2 if second_order else labels
+    transition_work = labels**2 * (labels + 1) if second_order else labels**2
     parts = {
         f"the weights ({attributes:,} attributes x {labels:,} labels and the transitions, "
-        f"{weight_copies} copies)": _FLOAT * max(weight_copies * vector, labels * attributes),
+        f"{weight_copies} copies)":
+            _FLOAT * max(weight_copies * vector, labels * attributes + transitions),
         f"per-token potentials and lattices ({int(work_tokens):,} tokens x {states:,} "
-        "states, 3 arrays)": _FLOAT * _LATTICES * int(work_tokens) * states,
-        f"transition potentials and gradient ({transition_work:,} values, 2 arrays)":
-            _FLOAT * _TRANSITION_ARRAYS * transition_work,
+        f"states, {_LATTICES} arrays)": _FLOAT * _LATTICES * int(work_tokens) * states,
+        f"transition potentials and gradient ({transition_work:,} values, "
+        f"{_TRANSITION_ARRAYS} arrays)": _FLOAT * _TRANSITION_ARRAYS * transition_work,
     }
     check_memory(parts, f"a CRF of order {order} over {labels:,} labels and "
                  f"{attributes:,} attributes",
