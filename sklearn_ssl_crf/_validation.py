@@ -4,6 +4,7 @@ import os
 import warnings
 import weakref
 from itertools import chain
+from numbers import Number
 
 import numpy as np
 import scipy.sparse as sp
@@ -234,7 +235,7 @@ def check_labels(y, lengths, name="y", partial=False):
                              "tokens unknown")
         # NaN is unequal to itself: each would be a class of its own, never predicted.
         nan = next((t for t, label in enumerate(labels)
-                    if isinstance(label, (float, np.floating)) and label != label), None)
+                    if isinstance(label, Number) and label != label), None)
         if nan is not None:
             raise ValueError(f"{name}[{i}][{nan}] is NaN, which is no label (it equals no "
                              "label, itself included); use None for an unknown label")

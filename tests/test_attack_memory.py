@@ -7,6 +7,7 @@ non-finite weights are refused, never turned into a silently wrong model."""
 import re
 import struct
 import textwrap
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -217,7 +218,8 @@ def test_the_largest_accepted_feature_value_still_trains():
     assert model.score(X, y) == 1.0
 
 
-@pytest.mark.parametrize("nan", [float("nan"), np.float64("nan"), np.float32("nan")])
+@pytest.mark.parametrize("nan", [float("nan"), np.float64("nan"), np.float32("nan"),
+                                 complex("nan"), Decimal("nan")])
 def test_nan_labels_are_refused(nan):
     X = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}, {"w": "a"}]]
     with pytest.raises(ValueError, match=r"y\[1\]\[0\] is NaN"):
