@@ -21,6 +21,7 @@ from ._threads import single_threaded_blas
 from ._uncertainty import UncertaintyMixin, per_sequence
 from ._validation import (
     as_sequence_list,
+    check_feature_values,
     check_labels,
     encode_labels,
     is_matrix_input,
@@ -60,6 +61,7 @@ def featurise_training_input(X, min_freq=0, stream=()):
     if isinstance(stream, (str, bytes, dict)) or not hasattr(stream, "__iter__"):
         raise not_sequences_error(stream, "X_unlabeled", "an iterable of sequences")
     if isinstance(stream, SequenceMatrix):
+        check_feature_values(stream, "X_unlabeled")
         stream = [stream]  # one block, already featurised
     elif is_matrix_input(X):
         stream = (matrices_to_sequence_matrix(block) for block in _blocks(stream))
