@@ -328,16 +328,16 @@ class CRF(BaseCRF):
                                 **kwargs)
 
     def _chunk_tokens(self):
-        """Tokens per chunk (`_chunked`)."""
+        """Tokens per chunk (`_chunked`); None: `ChunkedSequences`'s default."""
         if self.order == 1:
-            return CHUNK_TOKENS
+            return None
         per_label = 4 if self.all_possible_transitions else 12
         return max(1000, CHUNK_TOKENS * per_label // len(self.classes_))
 
     def _work_tokens(self, lengths, n_unlabelled):
         # `ChunkedSequences` cuts n tokens into ceil(n / chunk) chunks: the largest holds
         # at least their mean.
-        chunk = self._chunk_tokens()
+        chunk = self._chunk_tokens() or CHUNK_TOKENS
         return max((n / -(-n // chunk) for n in (int(np.sum(lengths)), n_unlabelled) if n),
                    default=0)
 
