@@ -12,6 +12,7 @@ from ._checkpoints import RunCheckpoints
 from ._constraints import known_label_mask, resolve_constraints
 from ._contributions import ContributionsMixin
 from ._decoding import decode, posterior_marginals
+from ._memory_needs import check_fit_memory
 from ._parameters import transition_potentials
 from ._sample_weights import labelled_weights, resolve_class_weight
 from ._sequences import SequenceMatrix
@@ -20,6 +21,7 @@ from ._threads import single_threaded_blas
 from ._uncertainty import UncertaintyMixin, per_sequence
 from ._validation import (
     as_sequence_list,
+    check_feature_values,
     check_labels,
     encode_labels,
     is_matrix_input,
@@ -59,6 +61,7 @@ def featurise_training_input(X, min_freq=0, stream=()):
     if isinstance(stream, (str, bytes, dict)) or not hasattr(stream, "__iter__"):
         raise not_sequences_error(stream, "X_unlabeled", "an iterable of sequences")
     if isinstance(stream, SequenceMatrix):
+        check_feature_values(stream, "X_unlabeled")
         stream = [stream]  # one block, already featurised
     elif is_matrix_input(X):
         stream = (matrices_to_sequence_matrix(block) for block in _blocks(stream))
@@ -150,6 +153,7 @@ class BaseCRF(LabelledSequenceTagsMixin, UncertaintyMixin, ContributionsMixin, B
             self.classes_ = list(classes)
         labelled = self._labelled_sequences(sequences, y)
         _, codes = encode_labels((y[i] for i in labelled), self.classes_)
+        self._check_fit_memory(sequences.lengths[labelled])
         if classes is not None:
             self._set_label_settings(codes, sequences.lengths[labelled])
         return sequences, labelled, codes
@@ -173,10 +177,30 @@ class BaseCRF(LabelledSequenceTagsMixin, UncertaintyMixin, ContributionsMixin, B
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence (every entry is None)")
         self.classes_, codes = encode_labels(y[i] for i in labelled)
+        self._check_fit_memory(sequences.lengths[labelled],
+                               sum(block.n_tokens for block in blocks))
         self._set_label_settings(codes, sequences.lengths[labelled])
         blocks = [block if block.lengths.all() else block[np.flatnonzero(block.lengths)]
                   for block in blocks]
         return sequences, labelled, codes, blocks
+
+    def _check_fit_memory(self, lengths, n_unlabelled=0):
+        """Refuse, before any array of its size exists, a fit that needs more memory than
+        the process can have (`check_fit_memory`), from ``classes_``, ``num_attributes_``,
+        the lengths of the labelled sequences and the number of unlabelled tokens."""
+        check_fit_memory(len(self.classes_), self.num_attributes_,
+                         self._work_tokens(lengths, n_unlabelled), self._weight_copies(),
+                         order=self.order, all_possible_states=self.all_possible_states,
+                         all_possible_transitions=self.all_possible_transitions)
+
+    def _work_tokens(self, lengths, n_unlabelled):
+        """Tokens whose lattices the fit holds at once at least, of the labelled sequences
+        of ``lengths`` or the ``n_unlabelled`` unlabelled tokens."""
+        raise NotImplementedError
+
+    def _weight_copies(self):
+        """Weight vectors that the fit's optimiser holds at once at least."""
+        raise NotImplementedError
 
     def _set_label_settings(self, codes, lengths):
         """Set ``constraints_`` and ``class_weight_`` from the parameters, ``classes_`` and

@@ -321,15 +321,37 @@ class CRF(BaseCRF):
         to the pairs seen (`all_possible_transitions=False`), about a third of that (145 of
         484 pairs on CoNLL-2000, 191 of 676 on the handwritten letters), so S / 12.
         Labelled sequences carry the label costs of ``class_weight_``."""
-        n_labels = len(self.classes_)
         if labels is not None:
             kwargs["label_costs"] = self._label_costs()
-        chunk_tokens = None
-        if self.order == 2:
-            per_label = 4 if self.all_possible_transitions else 12
-            chunk_tokens = max(1000, CHUNK_TOKENS * per_label // n_labels)
-        return ChunkedSequences(sequences, labels, n_labels, n_jobs=self.n_jobs,
-                                chunk_tokens=chunk_tokens, order=self.order, **kwargs)
+        return ChunkedSequences(sequences, labels, len(self.classes_), n_jobs=self.n_jobs,
+                                chunk_tokens=self._chunk_tokens(), order=self.order,
+                                **kwargs)
+
+    def _chunk_tokens(self):
+        """Tokens per chunk (`_chunked`); None: `ChunkedSequences`'s default."""
+        if self.order == 1:
+            return None
+        per_label = 4 if self.all_possible_transitions else 12
+        return max(1000, CHUNK_TOKENS * per_label // len(self.classes_))
+
+    def _work_tokens(self, lengths, n_unlabelled):
+        # `ChunkedSequences` cuts n tokens into ceil(n / chunk) chunks: the largest holds
+        # at least their mean.
+        chunk = self._chunk_tokens() or CHUNK_TOKENS
+        return max((n / -(-n // chunk) for n in (int(np.sum(lengths)), n_unlabelled) if n),
+                   default=0)
+
+    def _weight_copies(self):
+        return self._lbfgs_copies(self.max_iterations)
+
+    def _lbfgs_copies(self, max_iterations):
+        """Weight vectors held by L-BFGS running at most ``max_iterations`` (None: no cap)
+        and ``self.max_iterations``: a pair of them per correction pair it fills, the
+        iterate and its gradient, and while it iterates the direction and the trial point
+        (whose gradient reuses no array)."""
+        limits = [n for n in (self.max_iterations, max_iterations) if n is not None]
+        iterations = min(limits, default=self.num_memories)
+        return 2 * min(self.num_memories, iterations) + (4 if iterations else 2)
 
     def _packed_training_data(self, X, y, sample_weight=None):
         # A method of its own so that the unpacked feature matrix is freed before training.

@@ -38,6 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import BaseCRF
 from ._crf import CRF
+from ._memory_needs import check_memory
 from .features import SequenceVectorizer
 from .features._encoding import _ColumnCache
 
@@ -56,6 +57,9 @@ _CQDB_BYTE_ORDER = 0x62445371
 _CQDB_TABLES = 256
 _CQDB_HEADER = 24
 _CQDB_DATA = _CQDB_HEADER + 8 * _CQDB_TABLES  # the first record
+# The fewest bytes a string takes in a database: its record (id, key size, at least the
+# NUL) and its link (CRFsuite's also take two hash buckets, 16 bytes more).
+_CQDB_MIN_ENTRY = 13
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -131,9 +135,24 @@ def _parse(buffer):
                            f"{buffer.size}: it is truncated")
     if n_labels == 0:
         raise buffer.error("it has no labels")
+    for count, what in ((n_labels, "labels"), (n_attributes, "attributes")):
+        if count * _CQDB_MIN_ENTRY > buffer.size:
+            raise buffer.error(f"the header gives {count:,} {what}, more than a file of "
+                               f"{buffer.size:,} bytes holds")
+    # The weights are read into dense arrays: refused before they exist.
+    check_memory({f"state weights ({n_attributes:,} x {n_labels:,})":
+                  8 * n_attributes * n_labels,
+                  f"transition weights ({n_labels:,} x {n_labels:,})": 8 * n_labels**2},
+                 f"{buffer.name}: its CRF of {n_labels:,} labels and {n_attributes:,} "
+                 "attributes")
     features = _features(buffer, off_features)
-    labels = _cqdb_strings(buffer, off_labels, n_labels, "label")
-    attributes = _cqdb_strings(buffer, off_attributes, n_attributes, "attribute")
+    labels, label_end = _cqdb_strings(buffer, off_labels, n_labels, "label")
+    attributes, attribute_end = _cqdb_strings(buffer, off_attributes, n_attributes,
+                                              "attribute")
+    if n_attributes and off_labels < attribute_end and off_attributes < label_end:
+        # Each string needs bytes of its own: a shared database would not bound the counts.
+        raise buffer.error(f"its label database (at offset {off_labels}) and attribute "
+                           f"database (at offset {off_attributes}) overlap")
     for what, names in (("label", labels), ("attribute", attributes)):
         seen = set()
         for name in names:
@@ -186,6 +205,12 @@ def _weights(buffer, features, offset, chunk_id, kind, shape, owner_name):
     if ids.size and ids.max() >= features.size:
         raise buffer.error(f"the {what} name feature {ids.max()} of {features.size}")
     referred = features[ids]
+    infinite = ~np.isfinite(referred["weight"])
+    if infinite.any():
+        k = int(np.argmax(infinite))
+        raise buffer.error(f"feature {ids[k]} ({owner_name} {owners[k]}, label "
+                           f"{referred['dst'][k]}) has the weight {referred['weight'][k]}, "
+                           "which is not finite")
     wrong = ((referred["type"] != kind) | (referred["src"] != owners)
              | (referred["dst"] >= shape[1]))
     if wrong.any():
@@ -198,13 +223,12 @@ def _weights(buffer, features, offset, chunk_id, kind, shape, owner_name):
         raise buffer.error(f"the {what} list one feature twice")
     weights = np.zeros(shape)
     weights.flat[cells] = referred["weight"]
-    if not np.isfinite(weights).all():
-        raise buffer.error("it has a weight that is not finite")
     return weights
 
 
 def _cqdb_strings(buffer, offset, count, what):
-    """The strings of ids ``0 .. count - 1`` of the CQDB database at ``offset``."""
+    """The strings of ids ``0 .. count - 1`` of the CQDB database at ``offset``, and the
+    offset of its end."""
     where = f"the {what} database"
     buffer.check(offset, offset + _CQDB_HEADER, where)
     if buffer.data[offset:offset + 4] != _CQDB_ID:
@@ -215,7 +239,10 @@ def _cqdb_strings(buffer, offset, count, what):
                            f"{_CQDB_BYTE_ORDER:#x}")
     buffer.check(offset, offset + size, f"{where} ({size} bytes from {offset})")
     if count == 0:
-        return []
+        return [], offset + size
+    if count * _CQDB_MIN_ENTRY > size - _CQDB_DATA:
+        raise buffer.error(f"{where} of {size} bytes cannot hold {count:,} {what}s (each "
+                           f"takes {_CQDB_MIN_ENTRY} bytes at least)")
     if links == 0 or n_links < count:
         raise buffer.error(f"{where} has no id-to-string links for its {count} {what}s")
     records = offset + buffer.uint32(offset + links, count, where)
@@ -235,7 +262,7 @@ def _cqdb_strings(buffer, offset, count, what):
         raise buffer.error(f"{where} has a string that does not end in NUL")
     data = buffer.data
     return [data[k:k + n - 1].decode("utf-8", "surrogateescape")
-            for k, n in zip(keys.tolist(), key_sizes.tolist())]
+            for k, n in zip(keys.tolist(), key_sizes.tolist())], end
 
 
 def _fitted_crf(labels, attributes, state, transition):

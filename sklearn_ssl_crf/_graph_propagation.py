@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import featurise_training_input
 from ._interruption import unfitted_on_failure
+from ._memory_needs import check_memory
 from ._sequences import SequenceMatrix
 from ._tags import LabelledSequenceTagsMixin
 from ._validation import (
@@ -183,6 +184,11 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
         X = as_sequence_list(X)
         sequences, labelled_tokens, codes = self._fit_inputs(X, y)
         self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key)
+        n_vertices, n_labels = self.graph_.n_vertices, len(self.classes_)
+        check_memory({f"label counts and distributions ({n_vertices:,} vertices x "
+                      f"{n_labels:,} labels)": 16 * n_vertices * n_labels},
+                     f"label propagation over {n_vertices:,} vertices and {n_labels:,} "
+                     "labels", "fewer labels (merge the rare ones) would fit")
         counts = _vertex_label_counts(self.graph_.token_vertices[labelled_tokens], codes,
                                       self.graph_.n_vertices, len(self.classes_))
         reached = _reached(self.graph_.weights, counts.any(axis=1))

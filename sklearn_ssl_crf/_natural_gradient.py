@@ -471,6 +471,13 @@ state_features_, transition_features_, size_, vectorizer_
     def _has_unlabelled_terms(self):
         return self.gamma > 0 or self.proportion_weight > 0
 
+    def _work_tokens(self, lengths, n_unlabelled):
+        # A step's lattices: a mini-batch, of the mean length at least in the largest one.
+        return np.sum(lengths) * min(self.batch_size, len(lengths)) / max(len(lengths), 1)
+
+    def _weight_copies(self):
+        return 2  # the weights and a step's gradient
+
     def _samples(self, sequences, labelled, codes, unlabelled_terms, prepared=None):
         """The training sequences as `_Samples`: the labelled ones, then with
         ``unlabelled_terms`` the non-empty unlabelled ones (otherwise those are skipped).

@@ -457,6 +457,12 @@ class SemiSupervisedPath(CRF):
         """The cap on the semi-supervised phase's iterations (None: none)."""
         raise NotImplementedError
 
+    def _weight_copies(self):
+        # The supervised start may run on the labelled sequences' attributes only
+        # (`_attribute_restriction`): L-BFGS over all the weights is the phase's.
+        phase = self._max_phase_iterations()
+        return 2 if phase == 0 else self._lbfgs_copies(phase)
+
     # -- fitted attributes ---------------------------------------------------------------
 
     def _finish_fit(self, problem, run, settings, best_iteration, validation_scores,

@@ -4,6 +4,7 @@ import os
 import warnings
 import weakref
 from itertools import chain
+from numbers import Number
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,6 +21,7 @@ __all__ = [
     "select_sequences",
     "is_matrix_input",
     "matrices_to_sequence_matrix",
+    "check_feature_values",
     "check_labels",
     "encode_labels",
 ]
@@ -153,14 +155,51 @@ def matrices_to_sequence_matrix(X, n_features=None):
         lengths = [block.shape[0] for block in blocks]
         stacked = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, 0))
         matrix = SequenceMatrix(stacked, np.concatenate([[0], np.cumsum(lengths)]))
-    if not np.isfinite(matrix.matrix.data).all():
-        raise ValueError("X contains NaN or infinite feature values")
+    check_feature_values(matrix)
     if n_features is not None and matrix.n_features != n_features:
         raise ValueError(
             f"X has {matrix.n_features} attributes per token, but the model was fitted "
             f"with {n_features}"
         )
     return matrix
+
+
+#: The largest feature magnitude accepted. L-BFGS's first trial step has length 1 and its
+#: line search halves it at most 20 times (`minimize_lbfgs`), so its shortest step still
+#: moves a potential by up to ``|value| * 2**-20``: beyond 2**20 (about 1e6) even that step
+#: can change the potentials by more than 1, and the search then finds no decrease and the
+#: fit ends at iteration 0 with weights of zero (a value of 3e6 did so on synthetic tagging
+#: data, 1e6 still trained). Such features need scaling (a logarithm, standardisation).
+MAX_FEATURE_VALUE = 2.0**20
+
+
+def feature_value_error(attribute, value):
+    """What is wrong with the value of ``attribute`` that is non-finite or over
+    `MAX_FEATURE_VALUE` in magnitude, in words."""
+    if value != value or abs(value) == float("inf"):
+        return f"attribute {attribute!r} has the non-finite value {value!r}"
+    return (f"attribute {attribute!r} has the value {value!r}, beyond the +-2**20 a CRF's "
+            "training can take (its potentials would swamp the optimiser's steps): scale "
+            "it (a logarithm, standardisation)")
+
+
+def check_feature_values(sequences, name="X"):
+    """Raise ValueError naming the sequence, token and attribute of the first feature value
+    of a `SequenceMatrix` that is NaN or infinite, or beyond `MAX_FEATURE_VALUE`."""
+    matrix = sequences.matrix
+    bad = ~(np.abs(matrix.data) <= MAX_FEATURE_VALUE)  # NaN compares False
+    if not bad.any():
+        return
+    k = int(np.argmax(bad))
+    row = int(np.searchsorted(matrix.indptr, k, side="right")) - 1
+    i = int(np.searchsorted(sequences.offsets, row, side="right")) - 1
+    column = int(matrix.indices[k])
+    names = sequences.feature_names
+    attribute = names[column] if names is not None else f"column {column}"
+    problem = feature_value_error(attribute, float(matrix.data[k]))
+    kind = "NaN or infinite" if "non-finite" in problem else "too large"
+    raise ValueError(f"{name} contains {kind} feature values: sequence {i}, token "
+                     f"{row - int(sequences.offsets[i])}: {problem}")
 
 
 def check_labels(y, lengths, name="y", partial=False):
@@ -194,6 +233,12 @@ def check_labels(y, lengths, name="y", partial=False):
             t = next(t for t, label in enumerate(labels) if label is None)
             raise ValueError(f"{name}[{i}][{t}] is None: only training labels may leave "
                              "tokens unknown")
+        # NaN is unequal to itself: each would be a class of its own, never predicted.
+        nan = next((t for t, label in enumerate(labels)
+                    if isinstance(label, Number) and label != label), None)
+        if nan is not None:
+            raise ValueError(f"{name}[{i}][{nan}] is NaN, which is no label (it equals no "
+                             "label, itself included); use None for an unknown label")
         if unknown < len(labels) or not len(labels):
             labelled.append(i)
     return np.asarray(labelled, dtype=np.int64)

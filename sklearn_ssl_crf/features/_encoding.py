@@ -6,7 +6,6 @@ is written for speed: one pass over the tokens, locals bound to methods, the com
 types tested first, and NumPy only on whole arrays at the end.
 """
 
-import math
 import numbers
 from array import array
 from collections import defaultdict
@@ -14,6 +13,8 @@ from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse as sp
+
+from .._validation import MAX_FEATURE_VALUE, feature_value_error
 
 # Containers whose elements are attribute names (python-crfsuite: "string_key" items).
 _NAME_COLLECTIONS = (list, tuple, set, frozenset)
@@ -72,8 +73,8 @@ def _encode(X, cache, first=0, name="X"):
                                 _key(key)  # raises unless a bytes key
                         elif kind is float:
                             if value != 1.0:
-                                if value - value != 0.0:
-                                    raise _non_finite(key, value)
+                                if not -MAX_FEATURE_VALUE <= value <= MAX_FEATURE_VALUE:
+                                    raise ValueError(feature_value_error(key, value))
                                 add_position(len(indices))
                                 add_weight(value)
                             try:
@@ -228,10 +229,6 @@ def _check_sequence(sequence, i, source=""):
         ) from None
 
 
-def _non_finite(name, value):
-    return ValueError(f"attribute {name!r} has the non-finite value {value!r}")
-
-
 def _key(key):
     """An attribute key as str (UTF-8 bytes are decoded, as by python-crfsuite)."""
     if isinstance(key, str):
@@ -259,10 +256,10 @@ def _expand(key, value, prefix=""):
         if value:
             yield name, 1.0
     elif isinstance(value, numbers.Real):
-        weight = float(value)
-        if not math.isfinite(weight):
-            raise _non_finite(name, value)
-        yield name, weight
+        # Compared before float(): an int too large for a float is too large here.
+        if not abs(value) <= MAX_FEATURE_VALUE:
+            raise ValueError(feature_value_error(name, value))
+        yield name, float(value)
     elif isinstance(value, Mapping):
         for inner_key, inner_value in value.items():
             yield from _expand(inner_key, inner_value, f"{name}:")
