@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from sklearn_ssl_crf.datasets import (
+    iter_text,
     load_bc2gm,
     load_conll2000,
     load_ocr,
@@ -15,6 +16,7 @@ from sklearn_ssl_crf.datasets import (
     read_columns,
     read_conllu,
     read_ocr_letters,
+    read_text,
 )
 
 CONLL_TEXT = """\
@@ -465,3 +467,20 @@ def test_make_sequences_context_beats_per_token_oracle(random_state):
     assert 0.8 < viterbi_accuracy < 0.97
     assert viterbi_accuracy - per_token_accuracy > 0.05
 
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+@pytest.mark.parametrize("byte_order_mark", [True, False])
+def test_utf16_and_utf32_read_as_bytes_decode_reads_them(tmp_path, encoding,
+                                                         byte_order_mark):
+    # Without a byte-order mark, bytes.decode takes the machine's byte order; the
+    # incremental decoders the readers use refuse such a text unless told the order.
+    text = "the cat\nsat down\n"
+    data = text.encode(encoding)
+    if not byte_order_mark:
+        data = data[2 if encoding == "utf-16" else 4:]
+    path = tmp_path / "text.txt"
+    path.write_bytes(data)
+    assert data.decode(encoding) == text
+    assert read_text(path, encoding=encoding) == [["the", "cat"], ["sat", "down"]]
+    assert list(iter_text(path, encoding=encoding)) == [["the", "cat"], ["sat", "down"]]

@@ -6,6 +6,7 @@ tokens per sentence) and ``labels`` (one list of str tags per sentence).
 import codecs
 import gzip
 import numbers
+import sys
 from operator import itemgetter
 
 MAX_LINE_CHARS = 2**24
@@ -62,16 +63,32 @@ def _line_blocks(source, encoding):
 def _decoded_blocks(path, encoding):
     """The text of a file in blocks, decoded incrementally (an empty block may come before
     the end)."""
-    decoder = codecs.getincrementaldecoder(encoding)()
     opener = gzip.open if str(path).endswith(".gz") else open
     try:
         f = opener(path, "rb")
     except IsADirectoryError:
         raise IsADirectoryError(f"{path}: is a directory, not a file") from None
     with f:
-        while data := f.read(_BLOCK):
+        data = f.read(_BLOCK)
+        decoder = _incremental_decoder(encoding, data)
+        while data:
             yield decoder.decode(data)
+            data = f.read(_BLOCK)
         yield decoder.decode(b"", final=True)
+
+
+_BYTE_ORDER_MARKS = {"utf-16": (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE),
+                     "utf-32": (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)}
+
+
+def _incremental_decoder(encoding, start):
+    """A decoder of ``encoding`` for a text beginning with the bytes ``start``. UTF-16 and
+    UTF-32 without a byte-order mark are read in the machine's byte order, as
+    ``bytes.decode`` reads them (their incremental decoders refuse such a text)."""
+    name = codecs.lookup(encoding).name
+    if name in _BYTE_ORDER_MARKS and not start.startswith(_BYTE_ORDER_MARKS[name]):
+        name += "-le" if sys.byteorder == "little" else "-be"
+    return codecs.getincrementaldecoder(name)()
 
 
 def _split_lines(name, blocks, encoding):
