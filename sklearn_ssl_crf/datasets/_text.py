@@ -23,14 +23,8 @@ characters): thirty times the longest URLs in use."""
 _BLOCK = 2**20
 
 _DOCSTART = "-DOCSTART-"
-
-
 _CONLLU_FIELDS = 10
-
-
 _CONLLU_FORM = 1
-
-
 _CONLLU_TAG_COLUMN = {"upos": 3, "xpos": 4}
 
 
@@ -69,8 +63,7 @@ def _decoded_blocks(path, encoding):
     except IsADirectoryError:
         raise IsADirectoryError(f"{path}: is a directory, not a file") from None
     with f:
-        data = f.read(_BLOCK)
-        decoder = _incremental_decoder(encoding, data)
+        decoder = _incremental_decoder(encoding, data := f.read(_BLOCK))
         while data:
             yield decoder.decode(data)
             data = f.read(_BLOCK)
@@ -82,9 +75,8 @@ _BYTE_ORDER_MARKS = {"utf-16": (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE),
 
 
 def _incremental_decoder(encoding, start):
-    """A decoder of ``encoding`` for a text beginning with the bytes ``start``. UTF-16 and
-    UTF-32 without a byte-order mark are read in the machine's byte order, as
-    ``bytes.decode`` reads them (their incremental decoders refuse such a text)."""
+    """A decoder of ``encoding`` for a text starting with the bytes ``start``: UTF-16 and
+    -32 without a byte-order mark in the machine's order, as ``bytes.decode`` reads them."""
     name = codecs.lookup(encoding).name
     if name in _BYTE_ORDER_MARKS and not start.startswith(_BYTE_ORDER_MARKS[name]):
         name += "-le" if sys.byteorder == "little" else "-be"
