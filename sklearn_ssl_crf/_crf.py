@@ -4,13 +4,12 @@ import os
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseCRF
 from ._interruption import unfitted_on_failure
-from ._parameters import WeightLayout, seen_structure, transition_masks
+from ._parameters import WeightLayout, label_cooccurrence, seen_structure, transition_masks
 from ._sample_weights import labelled_weights
 from ._threads import single_threaded_blas
 from .objective._weights import penalised_negative_log_likelihood
@@ -365,7 +364,7 @@ class CRF(BaseCRF):
         n_labels = len(self.classes_)
         masks = {}
         if not self.all_possible_states:
-            masks["state_mask"] = sum(_label_cooccurrence(chunk, n_labels)
+            masks["state_mask"] = sum(label_cooccurrence(chunk, n_labels)
                                       for chunk in data.chunks) != 0
         if not self.all_possible_transitions:
             counts = sum(chunk.transition_counts for chunk in data.chunks)
@@ -378,14 +377,3 @@ class CRF(BaseCRF):
 def _check_dev_pair(X_dev, y_dev):
     if (X_dev is None) != (y_dev is None):
         raise ValueError("give both X_dev and y_dev, or neither")
-
-
-def _label_cooccurrence(chunk, n_labels):
-    """(attribute x label) sums of absolute feature values over a chunk's tokens: non-zero
-    where the attribute occurs with the label (absolute, so opposite values cannot cancel)."""
-    known = np.flatnonzero(chunk.labels >= 0)  # -1: unknown (partial annotation)
-    indicators = sp.csr_matrix(
-        (np.ones(known.size), (known, chunk.labels[known])),
-        shape=(chunk.n_tokens, n_labels),
-    )
-    return (abs(chunk.matrix).T @ indicators).toarray()

@@ -1,8 +1,10 @@
 """The parameter vector seen by optimisers, and the weight matrices it stands for."""
 
 import numpy as np
+import scipy.sparse as sp
 
-__all__ = ["WeightLayout", "transition_potentials", "transition_masks", "seen_structure"]
+__all__ = ["WeightLayout", "transition_potentials", "transition_masks", "seen_structure",
+           "label_cooccurrence"]
 
 
 def transition_masks(counts):
@@ -149,3 +151,14 @@ def _expand(values, mask, shape):
     full = np.zeros(shape)
     full[mask] = values
     return full
+
+
+def label_cooccurrence(chunk, n_labels):
+    """(attribute x label) sums of absolute feature values over a chunk's tokens: non-zero
+    where the attribute occurs with the label (absolute, so opposite values cannot cancel)."""
+    known = np.flatnonzero(chunk.labels >= 0)  # -1: unknown (partial annotation)
+    indicators = sp.csr_matrix(
+        (np.ones(known.size), (known, chunk.labels[known])),
+        shape=(chunk.n_tokens, n_labels),
+    )
+    return (abs(chunk.matrix).T @ indicators).toarray()

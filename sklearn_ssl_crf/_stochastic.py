@@ -7,8 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._checkpoints import digest
-from ._crf import _label_cooccurrence
-from ._parameters import WeightLayout, seen_structure, transition_masks
+from ._parameters import WeightLayout, label_cooccurrence, seen_structure, transition_masks
 from .inference import Workspace, chain_statistics
 from .objective import LabelProportionPenalty
 from .objective._potentials import clamp_unary, cost_augmented
@@ -102,7 +101,7 @@ class _Samples:
         labelled = self.labelled_packed()
         state = transition = None
         if not all_possible_states:
-            state = _label_cooccurrence(labelled, self.n_labels) != 0
+            state = label_cooccurrence(labelled, self.n_labels) != 0
         if not all_possible_transitions:
             # In the trainer's layout: the transition blocks' rows one after another.
             transition = np.concatenate([
