@@ -142,39 +142,19 @@ def minimize_lbfgs(
         raise ValueError(f"fun.lbfgs_history holds {history.s.shape[0]} pairs of size "
                          f"{history.s.shape[1]}; this run needs {num_memories} of size {n}")
     value, gradient = fun(x)
-
-    def loss_of(value, x):
-        # Without an L1 term, no pass over the weights at every evaluation.
-        return value + c1 * np.abs(x).sum() if c1 else value
-
-    loss = loss_of(value, x)
+    loss = _penalised(value, x, c1)
     n_evaluations = 1
     log, started = [], time.perf_counter()
     reason = message = None
     if checkpoint is not None:
         settings = dict(c1=c1, max_iterations=max_iterations, epsilon=epsilon, period=period,
                         delta=delta, num_memories=num_memories, max_linesearch=max_linesearch)
-        # A shared memory is named by the record of the run that left it (see
-        # `_record_result`): the runs of a chain are keyed one after another.
-        key = checkpoint.key(x, value, gradient, settings,
-                             history.record_key if warm else None, _callback_state(callback))
-        weights = Array((n,))
-        callback_spec = _callback_spec(callback, weights)
-        record = checkpoint.read(
-            key,
-            finished=dict(result=dict(x=weights, fun=Number(), n_iter=Integer(0),
-                                      log=ListOf(_LOG_ENTRY), termination_condition=str,
-                                      message=str),
-                          callback=callback_spec),
-            running=dict(x=weights, value=Number(), gradient=weights, loss=Number(),
-                         n_evaluations=Integer(1), log=ListOf(_LOG_ENTRY, 1),
-                         history=history.checkpoint_spec(), callback=callback_spec))
+        key, record = _read_run(checkpoint, x, value, gradient, settings, history, warm,
+                                callback)
         if record is not None and record["finished"]:
-            _restore(checkpoint, record, history, callback, warm, key)
             checkpoint.say(f"run {key} read ({record['result']['n_iter']} iterations)")
             return LBFGSResult(**record["result"])
         if record is not None:
-            _restore(checkpoint, record, history, callback, warm, key)
             x, value, gradient, loss = (record["x"], record["value"], record["gradient"],
                                         record["loss"])
             n_evaluations, log = record["n_evaluations"], record["log"]
@@ -192,42 +172,21 @@ def minimize_lbfgs(
         if c1:
             # OWL-QN: keep only components that descend along the pseudo-gradient.
             direction[direction * steepest >= 0] = 0.0
-            orthant = np.where(x != 0, np.sign(x), -np.sign(steepest))
         step = 1.0 if history.size else 1.0 / np.linalg.norm(steepest)
-        # The slope along the direction; with L1 the orthant projection changes the step,
-        # and the slope is taken along the step actually made.
-        unit_slope = None if c1 else steepest @ direction
-        for _ in range(max_linesearch):
-            x_new = daxpy(direction, x.copy(), a=step)
-            if c1:
-                x_new[np.sign(x_new) != orthant] = 0.0
-            value_new, gradient_new = fun(x_new)
-            n_evaluations += 1
-            loss_new = loss_of(value_new, x_new)
-            slope = steepest @ x_new - steepest @ x if c1 else step * unit_slope
-            if np.isfinite(loss_new) and loss_new <= loss + _SUFFICIENT_DECREASE * slope:
-                break
-            step *= _BACKTRACK
-        else:
+        found, evaluations = _line_search(fun, x, direction, steepest, loss, c1, step,
+                                          max_linesearch)
+        n_evaluations += evaluations
+        if found is None:
             reason, message = ("line_search_failed",
                                "the line search failed to decrease the objective")
             break
+        x_new, value_new, gradient_new, loss_new, step = found
         history.push(x_new, x, gradient_new, gradient)
         x, value, gradient, loss = x_new, value_new, gradient_new, loss_new
         steepest = pseudo_gradient(x, gradient, c1)
 
-        feature_norm = float(np.linalg.norm(x))
-        error_norm = float(np.linalg.norm(steepest))
-        entry = {
-            "num": len(log) + 1,
-            "loss": float(loss),
-            "feature_norm": feature_norm,
-            "error_norm": error_norm,
-            "active_features": int(np.count_nonzero(x)),
-            "n_evaluations": n_evaluations,
-            "step": float(step),
-            "time": time.perf_counter() - started,
-        }
+        entry = _log_entry(len(log) + 1, loss, x, steepest, n_evaluations, step,
+                           time.perf_counter() - started)
         if callback is not None:
             try:
                 entry.update(callback(entry["num"], x) or {})
@@ -244,15 +203,10 @@ def minimize_lbfgs(
                 finished=False, x=x, value=value, gradient=gradient, loss=loss,
                 n_evaluations=n_evaluations, log=log, history=history.checkpoint_state(),
                 callback=_callback_state(callback)))
-        if error_norm / max(1.0, feature_norm) < epsilon:
-            reason, message = "converged", "gradient norm below epsilon"
+        stop = _stopping_rule(log, epsilon, period, delta)
+        if stop is not None:
+            reason, message = stop
             break
-        if period and len(log) > period:
-            previous = log[-1 - period]["loss"]
-            if (previous - loss) / max(abs(loss), 1e-300) < delta:
-                reason, message = ("converged",
-                                   f"improvement over {period} iterations below delta")
-                break
     if reason is None:
         reason, message = "max_iter", f"stopped at its cap of {len(log)} iterations"
     result = LBFGSResult(x=x, fun=float(loss), n_iter=len(log), log=log,
@@ -260,6 +214,81 @@ def minimize_lbfgs(
     if checkpoint is not None:
         _record_result(checkpoint, key, result, history if warm else None, callback)
     return result
+
+
+def _penalised(value, x, c1):
+    """The objective with its L1 term (without one, no pass over the weights)."""
+    return value + c1 * np.abs(x).sum() if c1 else value
+
+
+def _line_search(fun, x, direction, steepest, loss, c1, step, max_linesearch):
+    """Backtrack from ``step`` along ``direction`` until the objective decreases enough:
+    ``((x, value, gradient, loss, step), evaluations)`` there, or ``(None, evaluations)``
+    after ``max_linesearch`` tries. With L1 (OWL-QN) the step stays in the orthant of
+    ``x`` (or, where ``x`` is 0, of the descent), and the slope is taken along the step
+    actually made."""
+    orthant = np.where(x != 0, np.sign(x), -np.sign(steepest)) if c1 else None
+    unit_slope = None if c1 else steepest @ direction
+    for evaluations in range(1, max_linesearch + 1):
+        x_new = daxpy(direction, x.copy(), a=step)
+        if c1:
+            x_new[np.sign(x_new) != orthant] = 0.0
+        value_new, gradient_new = fun(x_new)
+        loss_new = _penalised(value_new, x_new, c1)
+        slope = steepest @ x_new - steepest @ x if c1 else step * unit_slope
+        if np.isfinite(loss_new) and loss_new <= loss + _SUFFICIENT_DECREASE * slope:
+            return (x_new, value_new, gradient_new, loss_new, step), evaluations
+        step *= _BACKTRACK
+    return None, max_linesearch
+
+
+def _log_entry(number, loss, x, steepest, n_evaluations, step, seconds):
+    """An iteration's entry of ``training_log_``."""
+    return {
+        "num": number,
+        "loss": float(loss),
+        "feature_norm": float(np.linalg.norm(x)),
+        "error_norm": float(np.linalg.norm(steepest)),
+        "active_features": int(np.count_nonzero(x)),
+        "n_evaluations": n_evaluations,
+        "step": float(step),
+        "time": seconds,
+    }
+
+
+def _stopping_rule(log, epsilon, period, delta):
+    """CRFsuite's rules on the log so far: ``(reason, message)`` when one fires, else None."""
+    entry = log[-1]
+    if entry["error_norm"] / max(1.0, entry["feature_norm"]) < epsilon:
+        return "converged", "gradient norm below epsilon"
+    if period and len(log) > period:
+        previous, loss = log[-1 - period]["loss"], entry["loss"]
+        if (previous - loss) / max(abs(loss), 1e-300) < delta:
+            return "converged", f"improvement over {period} iterations below delta"
+    return None
+
+
+def _read_run(checkpoint, x, value, gradient, settings, history, warm, callback):
+    """The record of this run in ``checkpoint`` (None if there is none) and its key; the
+    memory and the callback are put back in the state the record holds. A shared memory is
+    named by the record of the run that left it (see `_record_result`): the runs of a chain
+    are keyed one after another."""
+    key = checkpoint.key(x, value, gradient, settings,
+                         history.record_key if warm else None, _callback_state(callback))
+    weights = Array((x.size,))
+    callback_spec = _callback_spec(callback, weights)
+    record = checkpoint.read(
+        key,
+        finished=dict(result=dict(x=weights, fun=Number(), n_iter=Integer(0),
+                                  log=ListOf(_LOG_ENTRY), termination_condition=str,
+                                  message=str),
+                      callback=callback_spec),
+        running=dict(x=weights, value=Number(), gradient=weights, loss=Number(),
+                     n_evaluations=Integer(1), log=ListOf(_LOG_ENTRY, 1),
+                     history=history.checkpoint_spec(), callback=callback_spec))
+    if record is not None:
+        _restore(checkpoint, record, history, callback, warm, key)
+    return key, record
 
 
 def _callback_state(callback):
