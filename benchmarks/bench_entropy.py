@@ -25,13 +25,13 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ssl_crf import CRF
-from sklearn_ssl_crf._threads import single_threaded_blas
 from sklearn_ssl_crf.datasets import load_bc2gm
 from sklearn_ssl_crf.features import WindowFeatures
 from sklearn_ssl_crf.inference import ChainLayout, covariance_entropy_gradient, entropy_gradient
 from sklearn_ssl_crf.inference.entropy import entropy_batch
 from sklearn_ssl_crf.objective._weights import chunk_log_likelihood, chunk_unlabelled_terms
 from sklearn_ssl_crf.parallel import ChunkedSequences
+from sklearn_ssl_crf.utils._threads import single_threaded_blas
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -49,11 +49,6 @@ from conll_features import DEFAULT_DATA
 from scipy.ndimage import gaussian_filter
 
 from sklearn_ssl_crf import CRF, GraphPRCRF, WindowFeatures, WindowRows
-from sklearn_ssl_crf._graph_pr_em import _ExpectationMaximisation
-from sklearn_ssl_crf._parameters import WeightLayout
-from sklearn_ssl_crf._threads import single_threaded_blas
-from sklearn_ssl_crf._training_data import Fold
-from sklearn_ssl_crf._validation import encode_labels
 from sklearn_ssl_crf.datasets import (
     load_bc2gm,
     load_conll2000,
@@ -65,6 +60,11 @@ from sklearn_ssl_crf.graph._trigram import _trigram_occurrences
 from sklearn_ssl_crf.objective import GraphLaplacianPenalty
 from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
 from sklearn_ssl_crf.parallel import ChunkedSequences
+from sklearn_ssl_crf.potentials._weight_layout import WeightLayout
+from sklearn_ssl_crf.training._graph_pr_em import ExpectationMaximisation
+from sklearn_ssl_crf.training._records import Fold
+from sklearn_ssl_crf.utils._threads import single_threaded_blas
+from sklearn_ssl_crf.utils._validation import encode_labels
 
 TRIGRAM_NEIGHBORS = 60
 KNN_NEIGHBORS = 20
@@ -235,7 +235,7 @@ def estep_cost(X_pool, y_gold, n_labelled, graph, repeat, n_jobs=None):
     model = GraphPRCRF(lam=1.0)
     model.classes_ = crf.classes_
     fold = Fold(None, layout, extra={"penalty": penalty, "unlabelled": data})
-    em = _ExpectationMaximisation(model, fold, 1.0)
+    em = ExpectationMaximisation(model, fold, 1.0)
     supervised = penalised_negative_log_likelihood(labelled_data, layout, 1.0)
     log_z = em._likelihood_terms(theta).log_z
     offsets = np.zeros((graph.n_vertices, n_labels))

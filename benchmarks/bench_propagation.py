@@ -26,9 +26,9 @@ from bench_graph_pr import ocr_graph_vectors, token_errors
 from conll_features import DEFAULT_DATA
 
 from sklearn_ssl_crf import GraphPropagation
-from sklearn_ssl_crf._threads import single_threaded_blas
 from sklearn_ssl_crf.datasets import read_ocr_letters
 from sklearn_ssl_crf.graph import trigram_graph
+from sklearn_ssl_crf.utils._threads import single_threaded_blas
 
 MAX_ITERATIONS = 10_000
 

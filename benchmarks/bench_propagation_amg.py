@@ -24,7 +24,7 @@ from bench_propagation import parse_arguments, pools
 from scipy.sparse.csgraph import connected_components
 
 from sklearn_ssl_crf import GraphPropagation
-from sklearn_ssl_crf._threads import single_threaded_blas
+from sklearn_ssl_crf.utils._threads import single_threaded_blas
 
 TOL = 1e-6
 SOLVERS = {"Ruge-Stuben": pyamg.ruge_stuben_solver,

@@ -282,8 +282,8 @@ def worker_memory(pids, sampler):
 def build_data(model, X, y, stream):
     """The packed labelled and unlabelled data, built as `EntropyRegularizedCRF.fit` builds
     them, and the seconds of featurising and of packing."""
-    from sklearn_ssl_crf._base import unlabelled_sequences
-    from sklearn_ssl_crf._semi_supervised import target_proportions
+    from sklearn_ssl_crf.estimators._base import unlabelled_sequences
+    from sklearn_ssl_crf.estimators._entropy_regularized import target_proportions
 
     started = time.perf_counter()
     sequences, labelled, codes, streamed = model._fit_inputs_and_stream(X, y, stream,
@@ -302,7 +302,7 @@ def build_data(model, X, y, stream):
 
 def fixed_fold(model, labelled_data, layout):
     """The labelled data at OBJECTIVE's priors, as fit's training path holds it."""
-    from sklearn_ssl_crf._training_data import Fold
+    from sklearn_ssl_crf.training._records import Fold
 
     return Fold(labelled_data, layout, c1=OBJECTIVE["c1"], c2=OBJECTIVE["c2"],
                 extra={"target": model.target_proportions_})
@@ -349,7 +349,7 @@ def measure_scale(job):
     import numpy as np
 
     from sklearn_ssl_crf import EntropyRegularizedCRF, WindowFeatures
-    from sklearn_ssl_crf._threads import single_threaded_blas
+    from sklearn_ssl_crf.utils._threads import single_threaded_blas
 
     X_labelled, y_labelled = labelled_sentences(job["data_dir"])
     features = WindowFeatures().fit(X_labelled)

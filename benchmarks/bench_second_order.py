@@ -33,9 +33,9 @@ from conll_features import DEFAULT_DATA, load_tutorial_conll2000
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_ssl_crf import CRF, WindowFeatures, WindowRows
-from sklearn_ssl_crf._threads import single_threaded_blas
 from sklearn_ssl_crf.datasets import load_bc2gm, read_ocr_letters
 from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
+from sklearn_ssl_crf.utils._threads import single_threaded_blas
 
 PARTS = ("ocr", "speed", "conll")
 DRAWS = 10

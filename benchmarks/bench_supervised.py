@@ -38,9 +38,9 @@ def run_ours(X_train, y_train, X_test, max_iterations):
     import numpy as np
 
     from sklearn_ssl_crf import CRF, SequenceVectorizer
-    from sklearn_ssl_crf._validation import encode_labels
     from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
     from sklearn_ssl_crf.parallel import ChunkedSequences
+    from sklearn_ssl_crf.utils._validation import encode_labels
 
     started = time.perf_counter()
     sequences = SequenceVectorizer().fit_transform(X_train)

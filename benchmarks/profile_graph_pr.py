@@ -26,7 +26,7 @@ from conll_features import DEFAULT_DATA
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ssl_crf import GraphPRCRF
-from sklearn_ssl_crf._threads import single_threaded_blas
+from sklearn_ssl_crf.utils._threads import single_threaded_blas
 
 # Profile entries ("file:function") of each part; "cumulative" counts callees.
 PARTS = {

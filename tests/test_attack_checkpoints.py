@@ -16,12 +16,13 @@ import pytest
 from memory_cap import run_capped
 
 import sklearn_ssl_crf
-from sklearn_ssl_crf import CRF, GraphPRCRF, NaturalGradientCRF, _checkpoints
-from sklearn_ssl_crf._checkpoints import RunCheckpoints
-from sklearn_ssl_crf._stochastic import _Samples
+from sklearn_ssl_crf import CRF, GraphPRCRF, NaturalGradientCRF
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.optim.sgd import SGDTrainer, minimize_sgd
 from sklearn_ssl_crf.parallel import ChunkedSequences
+from sklearn_ssl_crf.training import _checkpoints
+from sklearn_ssl_crf.training._checkpoints import RunCheckpoints
+from sklearn_ssl_crf.training._stochastic import StochasticSamples
 
 #: The package the tests import: the capped children import it too.
 ROOT = Path(sklearn_ssl_crf.__file__).resolve().parents[1]
@@ -227,7 +228,7 @@ def test_a_record_that_is_not_a_regular_file_is_refused_unopened(kind, tmp_path)
 
 def interrupted(monkeypatch, directory, fit_again, owner, stop):
     """The running record left by ``fit_again(directory)`` interrupted at the ``stop``-th
-    evaluation of its objective (``owner``'s: `ChunkedSequences` sums, or a `_Samples`
+    evaluation of its objective (``owner``'s: `ChunkedSequences` sums, or a `StochasticSamples`
     stochastic gradient), with checkpoints at every iteration or epoch."""
     monkeypatch.setattr(_checkpoints, "_TIME_PER_WRITE", 0)
     name = "sum" if owner is ChunkedSequences else "gradient"
@@ -299,7 +300,7 @@ def batch(meta, arrays):
 ])
 def test_a_running_natural_gradient_record_of_another_form_is_refused(damage, what,
                                                                       tmp_path, monkeypatch):
-    path, meta, arrays = interrupted(monkeypatch, tmp_path, natural_gradient, _Samples,
+    path, meta, arrays = interrupted(monkeypatch, tmp_path, natural_gradient, StochasticSamples,
                                      stop=76)
     damage(meta, arrays)
     saved(path, meta, arrays)

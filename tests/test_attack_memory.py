@@ -15,14 +15,14 @@ import scipy.sparse as sp
 from memory_cap import run_capped
 
 from sklearn_ssl_crf import CRF, EntropyRegularizedCRF, SequenceMatrix, load, save
-from sklearn_ssl_crf._crfsuite_format import (
+from sklearn_ssl_crf.model_files._crfsuite import (
     _CHUNK_HEADER,
     _HEADER_SIZE,
     MAGIC,
     _cqdb_bytes,
     _references,
 )
-from sklearn_ssl_crf._validation import MAX_FEATURE_VALUE
+from sklearn_ssl_crf.utils._validation import MAX_FEATURE_VALUE
 
 # 2,000 sentences of 10 tokens over 2,000 words, every token with a label of its own up to
 # 10,000 labels: a 230 kB column file, whose CRF would need over 13 GiB.
@@ -97,7 +97,7 @@ def test_the_command_line_refuses_ten_thousand_labels_in_one_line(tmp_path):
 def test_a_fifty_label_fit_still_trains_under_the_cap():
     outcome = capped("""
         from sklearn_ssl_crf import CRF
-        from sklearn_ssl_crf._memory_needs import available_memory
+        from sklearn_ssl_crf.utils._memory_needs import available_memory
         assert available_memory() <= 2**30, available_memory()
         X, y = many_labels(n_labels=50, n_sentences=500)
         # Each word's label is a function of the word: a model that trains learns it.

@@ -66,7 +66,8 @@ def test_crafted_files_keep_a_correct_checksum(genuine, tmp_path):
 
 
 @pytest.mark.parametrize("class_name", ["os.system", "Path", "Tagger", "BaseCRF",
-                                        "sklearn_ssl_crf._crf.CRF", "FunctionTransformer"])
+                                        "sklearn_ssl_crf.estimators._crf.CRF",
+                                        "FunctionTransformer"])
 def test_only_the_exact_table_of_classes_is_created(genuine, tmp_path, class_name):
     def change(document):
         crf_state(document)["vectorizer_"]["class"] = class_name
@@ -97,7 +98,8 @@ def test_a_crafted_file_runs_no_code(genuine, tmp_path):
     # Every name an attacker might use to reach os.system or a file write, in the model
     # and in info: none is looked up.
     marker = tmp_path / "code-ran"
-    for class_name in ("sklearn_ssl_crf._files.os", "sklearn_ssl_crf._checkpoints.Path"):
+    for class_name in ("sklearn_ssl_crf.utils._files.os",
+                       "sklearn_ssl_crf.training._checkpoints.Path"):
         def change(document):
             document["info"] = {"$": "pairs", "k": [f"touch {marker}"],
                                 "v": [{"$": "object", "class": class_name, "id": 7,
@@ -257,13 +259,13 @@ def rewrite_skops(source, target, change_schema=None, members=None):
 
 
 def os_system_key(command):
-    """A skops node that resolves ``sklearn_ssl_crf._files.os`` (the ``os`` module, by an
+    """A skops node that resolves ``sklearn_ssl_crf.utils._files.os`` (the ``os`` module, by an
     attribute of a package module) and takes its ``system``: as a dict's key type, skops
     calls it on the key."""
-    return {"__class__": "os", "__module__": "sklearn_ssl_crf._files",
+    return {"__class__": "os", "__module__": "sklearn_ssl_crf.utils._files",
             "__loader__": "MethodNode", "__id__": 11,
             "content": {"func": "system", "obj": {
-                "__class__": "os", "__module__": "sklearn_ssl_crf._files",
+                "__class__": "os", "__module__": "sklearn_ssl_crf.utils._files",
                 "__loader__": "TypeNode", "__id__": 12}}}
 
 
@@ -282,7 +284,7 @@ def test_a_crafted_skops_file_runs_no_command(skops_file, tmp_path, where):
         target["key_types"]["content"][0] = os_system_key(key)
     path = rewrite_skops(skops_file, tmp_path / "evil.skops", change)
     with pytest.raises(ValueError, match=r"evil.skops needs types .*"
-                       r"sklearn_ssl_crf._files.os.system; refusing to load it"):
+                       r"sklearn_ssl_crf.utils._files.os.system; refusing to load it"):
         load(path)
     assert not marker.exists()
 
@@ -395,3 +397,38 @@ def test_a_pipeline_with_user_code_is_refused_at_save_time_saying_how(genuine, t
     rebuilt = Pipeline([("features", _UserFeaturizer()),
                         ("crf", load(tmp_path / "crf.model"))])
     assert rebuilt.predict(X) == pipeline.predict(X)
+
+
+def test_skops_files_written_before_the_modules_moved_keep_loading(tmp_path):
+    # A file of an earlier release names the classes by their modules then (issue #41
+    # moved them): the same schema with those names loads to the same model.
+    pytest.importorskip("skops", reason="the skops format needs the skops package")
+    from sklearn_ssl_crf import CRFCV
+    from sklearn_ssl_crf.model_files._skops import _MOVED
+
+    X, y = make_sequences(12, random_state=0)
+    model = Pipeline([("features", WindowFeatures(window=0, suffixes=(), word_shape=False)),
+                      ("crf", CRFCV(c1=[0.0], c2=[0.1, 1.0], cv=2, max_iterations=10,
+                                    constraints="bio"))]).fit(X, y)
+    save(model, tmp_path / "now.skops")
+    current = {}
+    for old, name in _MOVED.items():
+        cls = __import__("sklearn_ssl_crf").model_files._archive.CLASSES[name]
+        current[(cls.__module__, cls.__qualname__)] = old.rsplit(".", 1)
+
+    def back_in_time(schema):
+        stack, renamed = [schema], 0
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                old = current.get((node.get("__module__"), node.get("__class__")))
+                if old:
+                    node["__module__"], node["__class__"] = old
+                    renamed += 1
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+        assert renamed >= 3  # CRFCV, its constraints and its scorer
+    old = rewrite_skops(tmp_path / "now.skops", tmp_path / "old.skops", back_in_time)
+    assert b"sklearn_ssl_crf._crf_cv" in zipfile.ZipFile(old).read("schema.json")
+    assert load(old).predict(X) == model.predict(X)

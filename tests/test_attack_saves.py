@@ -23,7 +23,7 @@ import pytest
 
 import sklearn_ssl_crf
 from sklearn_ssl_crf import CRF, load, save
-from sklearn_ssl_crf._files import atomic_path
+from sklearn_ssl_crf.utils._files import atomic_path
 
 #: The worktree whose package the child processes import (the one under test).
 PACKAGE_ROOT = str(Path(sklearn_ssl_crf.__file__).resolve().parents[1])

@@ -17,14 +17,14 @@ from sklearn_ssl_crf import (
     GraphPRCRF,
     NaturalGradientCRF,
     SelfTrainingCRF,
-    _checkpoints,
-    _crf,
 )
-from sklearn_ssl_crf._checkpoints import RunCheckpoints
-from sklearn_ssl_crf._stochastic import _Samples
 from sklearn_ssl_crf.datasets import make_sequences
+from sklearn_ssl_crf.estimators import _crf
 from sklearn_ssl_crf.optim import CurvatureHistory, minimize_lbfgs
 from sklearn_ssl_crf.parallel import ChunkedSequences
+from sklearn_ssl_crf.training import _checkpoints
+from sklearn_ssl_crf.training._checkpoints import RunCheckpoints
+from sklearn_ssl_crf.training._stochastic import StochasticSamples
 
 # Each selects its settings (folds, candidates, refit): many runs, some finished and one
 # unfinished at the interruption.
@@ -53,7 +53,7 @@ class Evaluations:
     def __init__(self, monkeypatch, stop=None):
         self.stop = stop
         self.reset()
-        for owner, name in [(ChunkedSequences, "sum"), (_Samples, "gradient")]:
+        for owner, name in [(ChunkedSequences, "sum"), (StochasticSamples, "gradient")]:
             original = getattr(owner, name)
 
             def counted(data, *args, original=original, **kwargs):

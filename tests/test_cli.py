@@ -10,11 +10,11 @@ import pytest
 from sklearn.pipeline import Pipeline
 
 from sklearn_ssl_crf import CRF, CRFCV, EntropyRegularizedCRF, WindowFeatures, load
-from sklearn_ssl_crf._selection import describe_settings
 from sklearn_ssl_crf.cli import main
 from sklearn_ssl_crf.cli import tag as tag_command
 from sklearn_ssl_crf.datasets import make_sequences, read_columns, read_text
 from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
+from sklearn_ssl_crf.training._selection import describe_settings
 
 
 def _write_columns(path, X, y):

@@ -39,8 +39,8 @@ from sklearn_ssl_crf import (
     WindowRows,
     WordClusters,
 )
-from sklearn_ssl_crf._base import BaseCRF
 from sklearn_ssl_crf.datasets import make_sequences
+from sklearn_ssl_crf.estimators._base import BaseCRF
 from sklearn_ssl_crf.parallel import _chunked
 
 try:  # scikit-learn >= 1.6

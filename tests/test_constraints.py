@@ -19,7 +19,7 @@ from sklearn_ssl_crf import (
     NaturalGradientCRF,
     SelfTrainingCRF,
 )
-from sklearn_ssl_crf._constraints import known_label_mask, resolve_constraints
+from sklearn_ssl_crf.estimators._label_constraints import known_label_mask, resolve_constraints
 from sklearn_ssl_crf.inference import ChainLayout, chain_lattice, viterbi_batch
 from sklearn_ssl_crf.inference.entropy import position_entropies
 

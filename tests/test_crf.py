@@ -12,11 +12,11 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import Pipeline
 
 from sklearn_ssl_crf import CRF, SequenceVectorizer
-from sklearn_ssl_crf._parameters import WeightLayout
-from sklearn_ssl_crf._validation import encode_labels
 from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
 from sklearn_ssl_crf.optim import minimize_lbfgs, pseudo_gradient
 from sklearn_ssl_crf.parallel import ChunkedSequences
+from sklearn_ssl_crf.potentials._weight_layout import WeightLayout
+from sklearn_ssl_crf.utils._validation import encode_labels
 
 
 def random_tagging_data(n_sequences=40, seed=0, labels=("A", "B", "C")):

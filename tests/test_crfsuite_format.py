@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sklearn_ssl_crf import CRF, load, save
-from sklearn_ssl_crf._crfsuite_format import _cqdb_bytes, _hashlittle
+from sklearn_ssl_crf.model_files._crfsuite import _cqdb_bytes, _hashlittle
 
 SKIP_REASON = ("the oracle is a model file written by sklearn-crfsuite "
                "(pip install sklearn-crfsuite)")
@@ -283,7 +283,7 @@ def test_failed_write_leaves_the_old_file(ours, tmp_path, monkeypatch):
     def broken(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr("sklearn_ssl_crf._model_files.write_crfsuite", broken)
+    monkeypatch.setattr("sklearn_ssl_crf.model_files._save_load.write_crfsuite", broken)
     with pytest.raises(OSError, match="disk full"):
         save(ours["l1"], path)
     assert path.read_bytes() == before

@@ -16,10 +16,10 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_ssl_crf._crf import CRF
-from sklearn_ssl_crf._sequences import SequenceMatrix
 from sklearn_ssl_crf.datasets import load_conll2000
+from sklearn_ssl_crf.estimators._crf import CRF
 from sklearn_ssl_crf.features import SequenceVectorizer, WindowFeatures, WindowRows
+from sklearn_ssl_crf.utils._sequences import SequenceMatrix
 
 # One token of every value type python-crfsuite accepts, with the attributes it must give.
 RICH_TOKEN = {

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklearn_ssl_crf._sequences import SequenceMatrix
 from sklearn_ssl_crf.datasets import load_ud_english_ewt
 from sklearn_ssl_crf.graph import (
     SimilarityGraph,
@@ -25,6 +24,7 @@ from sklearn_ssl_crf.graph import (
     resolve_graph,
     trigram_graph,
 )
+from sklearn_ssl_crf.utils._sequences import SequenceMatrix
 
 # --- oracles ----------------------------------------------------------------------------
 

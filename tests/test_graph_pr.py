@@ -12,14 +12,14 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_ssl_crf import CRF, GraphPRCRF, SequenceMatrix, WindowFeatures, WindowRows
-from sklearn_ssl_crf._graph_pr_em import _ExpectationMaximisation
-from sklearn_ssl_crf._parameters import WeightLayout
-from sklearn_ssl_crf._training_data import Fold
 from sklearn_ssl_crf.datasets import load_ud_english_ewt, make_sequences, read_ocr_letters
 from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, trigram_graph
 from sklearn_ssl_crf.objective import GraphLaplacianPenalty
 from sklearn_ssl_crf.optim import CurvatureHistory, minimize_lbfgs
 from sklearn_ssl_crf.parallel import ChunkedSequences, _chunked
+from sklearn_ssl_crf.potentials._weight_layout import WeightLayout
+from sklearn_ssl_crf.training._graph_pr_em import ExpectationMaximisation
+from sklearn_ssl_crf.training._records import Fold
 
 
 def word_graph(X, key="word", n_neighbors=4, seed=0):
@@ -74,7 +74,7 @@ def tiny_problem():
     labelled_data = ChunkedSequences(labelled, rng.integers(0, n_labels, size=5), n_labels)
     fold = Fold(labelled_data, layout, c1=0.0, c2=0.1,
                 extra={"penalty": penalty, "unlabelled": data})
-    em = _ExpectationMaximisation(model, fold, 0.7)
+    em = ExpectationMaximisation(model, fold, 0.7)
     theta = rng.normal(size=layout.size)
     offsets = rng.normal(size=(4, n_labels))
     return em, sequences, penalty, layout, theta, offsets

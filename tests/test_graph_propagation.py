@@ -11,10 +11,10 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import InvalidParameterError
 
-from sklearn_ssl_crf._graph_propagation import GraphPropagation
-from sklearn_ssl_crf._sequences import SequenceMatrix
 from sklearn_ssl_crf.datasets import make_sequences
+from sklearn_ssl_crf.estimators._graph_propagation import GraphPropagation
 from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, trigram_graph
+from sklearn_ssl_crf.utils._sequences import SequenceMatrix
 
 
 def sequences_of(lengths):

@@ -15,9 +15,9 @@ from sklearn_ssl_crf import (
     NaturalGradientCRF,
     SelfTrainingCRF,
 )
-from sklearn_ssl_crf._stochastic import _Samples
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.parallel import ChunkedSequences
+from sklearn_ssl_crf.training._stochastic import StochasticSamples
 
 MAKERS = {
     "CRF": lambda: CRF(c2=0.1, max_iterations=15),
@@ -45,7 +45,7 @@ def interrupt_after(monkeypatch, n_calls):
     """Make the ``n_calls``-th objective evaluation (a sum over chunks, or a stochastic
     step's gradient) raise KeyboardInterrupt."""
     calls = {"n": 0}
-    for owner, name in [(ChunkedSequences, "sum"), (_Samples, "gradient")]:
+    for owner, name in [(ChunkedSequences, "sum"), (StochasticSamples, "gradient")]:
         original = getattr(owner, name)
 
         def counted(self, *args, original=original, **kwargs):
@@ -86,7 +86,7 @@ def test_an_interrupted_fit_leaves_the_estimator_unfitted(name, when, monkeypatc
 
 
 def test_a_failing_fit_leaves_graph_propagation_unfitted(monkeypatch):
-    import sklearn_ssl_crf._graph_propagation as module
+    import sklearn_ssl_crf.estimators._graph_propagation as module
 
     X, y = corpus(0)
     model = GraphPropagation(graph="knn", n_neighbors=3).fit(X, y)

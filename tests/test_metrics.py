@@ -16,7 +16,6 @@ from sklearn import metrics as sk_metrics
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import KFold, cross_validate
 
-from sklearn_ssl_crf._sequences import SequenceMatrix
 from sklearn_ssl_crf.metrics import (
     SCORERS,
     flat_accuracy_score,
@@ -35,6 +34,7 @@ from sklearn_ssl_crf.metrics import (
     span_f1_scorer,
     span_precision_recall_f1,
 )
+from sklearn_ssl_crf.utils._sequences import SequenceMatrix
 
 # ---------------------------------------------------------------------------------------------
 # Reference: conlleval, token by token

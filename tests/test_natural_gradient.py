@@ -384,15 +384,16 @@ def test_full_batch_loss_is_minus_the_entropy_objective(synthetic):
                                                                       X_unlabeled=X_unlabeled)
     # Same featurisation and classes; evaluate both at the reference's weights.
     assert model.attributes_ == reference.attributes_ and model.classes_ == reference.classes_
-    from sklearn_ssl_crf._parameters import WeightLayout  # noqa: PLC0415
-    from sklearn_ssl_crf._stochastic import _Samples  # noqa: PLC0415
-    from sklearn_ssl_crf._training_data import Fold  # noqa: PLC0415
     from sklearn_ssl_crf.parallel import ChunkedSequences  # noqa: PLC0415
+    from sklearn_ssl_crf.potentials._weight_layout import WeightLayout  # noqa: PLC0415
+    from sklearn_ssl_crf.training._records import Fold  # noqa: PLC0415
+    from sklearn_ssl_crf.training._stochastic import StochasticSamples  # noqa: PLC0415
 
     sequences = model.vectorizer_.transform(X + X_unlabeled)
     index = {label: k for k, label in enumerate(model.classes_)}
     codes = np.array([index[label] for labels in y for label in labels])
-    samples = _Samples(sequences, 30, codes, len(index), 0.3, 2.0, model.target_proportions_)
+    samples = StochasticSamples(sequences, 30, codes, len(index), 0.3, 2.0,
+                                model.target_proportions_)
     trainer = SGDTrainer(model.num_attributes_, len(index), "sgd", 0.1, 0.0, 0.1)
     theta_state = np.random.default_rng(0).normal(scale=0.3, size=trainer.state.shape)
     theta_transition = np.random.default_rng(1).normal(scale=0.3, size=(len(index),) * 2)
@@ -412,7 +413,7 @@ def test_full_batch_loss_is_minus_the_entropy_objective(synthetic):
 
     # The batch's prepared data is kept: at other weights it gives what fresh data gives.
     trainer.set_weights(theta_state[::-1].copy(), theta_transition.T.copy())
-    fresh = _Samples(sequences, 30, codes, len(index), 0.3, 0.0, model.target_proportions_)
+    fresh = StochasticSamples(sequences, 30, codes, len(index), 0.3, 0.0, model.target_proportions_)
     samples.proportion_weight = 0.0  # its running mean marginal has seen a step
     for kept, new in zip(samples.gradient(trainer, np.arange(70)),
                          fresh.gradient(trainer, np.arange(70))):

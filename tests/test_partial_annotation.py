@@ -21,7 +21,7 @@ from sklearn_ssl_crf import (
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.objective import log_likelihood
 from sklearn_ssl_crf.objective._potentials import _partial_log_likelihood
-from sklearn_ssl_crf.parallel import PackedSequences
+from sklearn_ssl_crf.potentials import PackedSequences
 
 
 def chain_score(unary, transition, path):
@@ -181,7 +181,7 @@ def test_ngd_single_sequence_and_batch_gradients_agree_on_partial_sequences():
     model = NaturalGradientCRF(c2=0.1, max_iterations=1, random_state=0).fit(X[:20],
                                                                              partial[:20])
     sequences = model.vectorizer_.transform(X[:20])
-    from sklearn_ssl_crf._validation import encode_labels
+    from sklearn_ssl_crf.utils._validation import encode_labels
 
     _, codes = encode_labels(partial[:20], model.classes_)
     samples = model._samples(sequences, np.arange(20), codes, unlabelled_terms=False)

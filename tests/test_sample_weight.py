@@ -30,7 +30,7 @@ from sklearn_ssl_crf.inference.chain import LogSpaceLattice, ScaledLattice
 from sklearn_ssl_crf.inference.restricted import PairStructure, RestrictedPairLattice
 from sklearn_ssl_crf.inference.second_order import LogSpacePairLattice, PairLattice
 from sklearn_ssl_crf.objective import log_likelihood
-from sklearn_ssl_crf.parallel import PackedSequences
+from sklearn_ssl_crf.potentials import PackedSequences
 
 LENGTHS = [4, 1, 3, 3, 2]
 
@@ -256,7 +256,7 @@ def test_ngd_single_and_batch_gradients_agree_with_weights_and_costs():
     model = NaturalGradientCRF(c2=0.1, max_iterations=1, random_state=0,
                                class_weight={"B-A": 4.0, "O": 0.5})
     model.fit(X, y, sample_weight=weights)
-    from sklearn_ssl_crf._validation import encode_labels
+    from sklearn_ssl_crf.utils._validation import encode_labels
 
     sequences = model.vectorizer_.transform(X)
     _, codes = encode_labels(y, model.classes_)

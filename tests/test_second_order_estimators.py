@@ -21,12 +21,13 @@ from sklearn_ssl_crf import (
     SemiSupervisedCRF,
     SequenceVectorizer,
 )
-from sklearn_ssl_crf._validation import encode_labels
 from sklearn_ssl_crf.graph import knn_graph
 from sklearn_ssl_crf.inference.restricted import PairStructure
 from sklearn_ssl_crf.objective import label_count_gradient, unlabelled_terms
 from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
-from sklearn_ssl_crf.parallel import ChunkedSequences, PackedSequences, transition_counts
+from sklearn_ssl_crf.parallel import ChunkedSequences
+from sklearn_ssl_crf.potentials import PackedSequences, transition_counts
+from sklearn_ssl_crf.utils._validation import encode_labels
 
 
 def second_order_task(n_sequences=60, seed=0):

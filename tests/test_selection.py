@@ -18,10 +18,10 @@ from sklearn_ssl_crf import (
     SelfTrainingCRF,
     SimilarityGraph,
 )
-from sklearn_ssl_crf._selection import spread_folds
-from sklearn_ssl_crf._training import SemiSupervisedPath
 from sklearn_ssl_crf.datasets import make_sequences
+from sklearn_ssl_crf.estimators._semi_supervised_path import SemiSupervisedPath
 from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
+from sklearn_ssl_crf.training._selection import spread_folds
 
 
 def without_spans(y):
@@ -153,7 +153,7 @@ def test_crfcv_scores_match_a_grid_search_over_crf(synthetic):
 @pytest.mark.parametrize("order", [1, 2])
 def test_transition_prior_is_chosen_at_order_2_and_refitted(synthetic, order):
     from sklearn_ssl_crf import CRF
-    from sklearn_ssl_crf._training import C2_TRANSITIONS_CANDIDATES
+    from sklearn_ssl_crf.estimators._semi_supervised_path import C2_TRANSITIONS_CANDIDATES
 
     X, y = synthetic
     model = CRFCV(c1=0.0, c2=[1.0, 0.1], order=order, cv=3, random_state=0)

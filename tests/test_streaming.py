@@ -18,9 +18,9 @@ from sklearn_ssl_crf import (
     SemiSupervisedCRF,
     UnlabeledSequences,
     WindowFeatures,
-    _base,
 )
 from sklearn_ssl_crf.datasets import iter_text, make_sequences
+from sklearn_ssl_crf.estimators import _base
 from sklearn_ssl_crf.features import SequenceVectorizer
 from sklearn_ssl_crf.parallel import _chunked
 

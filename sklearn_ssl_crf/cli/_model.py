@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from sklearn.pipeline import Pipeline
 
-from .._model_files import load
+from ..model_files import load
 from ._inputs import check_readable
 
 

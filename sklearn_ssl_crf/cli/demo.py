@@ -3,10 +3,8 @@ command)."""
 
 import time
 
-from .._crf_cv import CRFCV
-from .._self_training import SelfTrainingCRF
-from .._semi_supervised import EntropyRegularizedCRF
 from ..datasets import make_sequences
+from ..estimators import CRFCV, EntropyRegularizedCRF, SelfTrainingCRF
 from ..features import WindowFeatures, WordClusters
 from ..metrics import flat_accuracy_score, span_f1_score
 

@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from .._files import atomic_path
+from ..utils import atomic_path
 from ._inputs import FORMATS, add_sep_argument, check_readable, read_to_tag
 from ._model import load_tagger
 

@@ -8,15 +8,18 @@ import time
 
 from sklearn.pipeline import Pipeline
 
-from .._crf import CRF
-from .._crf_cv import CRFCV
-from .._graph_pr import GraphPRCRF
-from .._model_files import save
-from .._natural_gradient import NaturalGradientCRF
-from .._selection import describe_settings
-from .._self_training import SelfTrainingCRF
-from .._semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
+from ..estimators import (
+    CRF,
+    CRFCV,
+    EntropyRegularizedCRF,
+    GraphPRCRF,
+    NaturalGradientCRF,
+    SelfTrainingCRF,
+    SemiSupervisedCRF,
+)
 from ..features import WindowFeatures, WordClusters
+from ..model_files import save
+from ..training import describe_settings
 from ._inputs import (
     FORMATS,
     UnlabelledFiles,

@@ -6,6 +6,8 @@ into a `~sklearn_ssl_crf.SequenceMatrix`, and `WordClusters` learns word cluster
 from unlabelled text for `WindowFeatures` to use.
 """
 
+# Names imported `as` themselves serve the package's other folders: not public API.
+from ._encoding import ColumnCache as ColumnCache
 from ._vectorizer import SequenceVectorizer
 from ._window_features import WindowFeatures
 from ._window_rows import WindowRows

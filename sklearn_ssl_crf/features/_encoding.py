@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import MAX_FEATURE_VALUE, feature_value_error
+from ..utils import MAX_FEATURE_VALUE, feature_value_error
 
 # Containers whose elements are attribute names (python-crfsuite: "string_key" items).
 _NAME_COLLECTIONS = (list, tuple, set, frozenset)
@@ -23,7 +23,7 @@ _NAME_COLLECTIONS = (list, tuple, set, frozenset)
 def _encode(X, cache, first=0, name="X"):
     """Featurise ``X`` into a CSR matrix and the sequence offsets.
 
-    Columns come from ``cache`` (a `_ColumnCache`); the matrix has as many columns as its
+    Columns come from ``cache`` (a `ColumnCache`); the matrix has as many columns as its
     vocabulary once all of ``X`` is read. Error messages number the sequences from ``first``
     and, unless ``name`` is X, name their source.
     """
@@ -103,17 +103,17 @@ def _encode(X, cache, first=0, name="X"):
 
 
 def _growing_cache(vocabulary):
-    """A `_ColumnCache` that gives each attribute not in ``vocabulary`` (name -> column,
+    """A `ColumnCache` that gives each attribute not in ``vocabulary`` (name -> column,
     columns 0 .. len - 1) the next free column."""
     # The vocabulary grows in order of first appearance, the same whether the sequences
     # come at once or in blocks, without a test in the inner loop.
     grown = defaultdict()
     grown.update(vocabulary)
     grown.default_factory = grown.__len__
-    return _ColumnCache(grown, grow=True)
+    return ColumnCache(grown, grow=True)
 
 
-class _ColumnCache:
+class ColumnCache:
     """Columns of attributes, by token-dict key (bool and float values) and by key and str
     value.
 

@@ -12,9 +12,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._sequences import SequenceMatrix
-from .._tags import SequenceTagsMixin
-from ._encoding import _ColumnCache, _encode, _growing_cache
+from ..utils import SequenceMatrix, SequenceTagsMixin
+from ._encoding import ColumnCache, _encode, _growing_cache
 
 
 class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
@@ -200,7 +199,7 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
                 new_columns = np.where(keep, np.cumsum(keep) - 1, -1)
         self.feature_names_ = names
         self.vocabulary_ = {name: column for column, name in enumerate(names)}
-        # The lookups made while growing serve every later transform (see `_ColumnCache`).
+        # The lookups made while growing serve every later transform (see `ColumnCache`).
         cache.freeze(self.vocabulary_, new_columns)
         self._column_cache = cache
         feature_names = self.get_feature_names_out()
@@ -256,7 +255,7 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
         cache = getattr(self, "_column_cache", None)
         if cache is None or cache.vocabulary is not self.vocabulary_:
             # vocabulary_ was set by hand rather than by fit.
-            cache = _ColumnCache(self.vocabulary_)
+            cache = ColumnCache(self.vocabulary_)
         matrix, offsets = _encode(X, cache)
         return SequenceMatrix(matrix, offsets, feature_names=self.get_feature_names_out())
 
@@ -285,4 +284,4 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
     def __setstate__(self, state):
         super().__setstate__(state)
         if "vocabulary_" in self.__dict__:
-            self._column_cache = _ColumnCache(self.vocabulary_)
+            self._column_cache = ColumnCache(self.vocabulary_)

@@ -13,8 +13,8 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from .._tags import SequenceTagsMixin
 from ..datasets import iter_text
+from ..utils import SequenceTagsMixin
 from ._encoding import _check_corpus, _check_sequence
 from ._word_clusters import WordClusters
 

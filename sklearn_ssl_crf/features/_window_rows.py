@@ -6,9 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .._sequences import SequenceMatrix
-from .._tags import SequenceTagsMixin
-from .._validation import as_sequence_list, matrices_to_sequence_matrix
+from ..utils import SequenceMatrix, SequenceTagsMixin, as_sequence_list, matrices_to_sequence_matrix
 from ._window_features import _check_window
 
 

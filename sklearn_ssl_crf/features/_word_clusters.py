@@ -26,7 +26,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
-from .._tags import SequenceTagsMixin
+from ..utils import SequenceTagsMixin
 
 # Tokens per block of the co-occurrence count: bounds the temporary arrays of `fit`.
 _BLOCK_TOKENS = 1 << 18

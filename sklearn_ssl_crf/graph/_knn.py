@@ -8,8 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.preprocessing import normalize
 
-from .._sequences import SequenceMatrix
-from .._validation import is_matrix_input, matrices_to_sequence_matrix
+from ..utils import SequenceMatrix, is_matrix_input, matrices_to_sequence_matrix
 from ._approximate import approximate_knn_weights, search_algorithm
 from ._search import _check_positive_int, _check_real, _mutual_knn
 from ._similarity_graph import SimilarityGraph, _token_positions

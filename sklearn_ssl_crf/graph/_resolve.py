@@ -2,8 +2,7 @@
 tokens.
 """
 
-from .._sequences import SequenceMatrix
-from .._validation import is_matrix_input
+from ..utils import SequenceMatrix, is_matrix_input
 from ._knn import knn_graph
 from ._similarity_graph import SimilarityGraph
 from ._trigram import trigram_graph

@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.preprocessing import normalize
 
-from .._sequences import SequenceMatrix
+from ..utils import SequenceMatrix
 from ._approximate import approximate_knn_weights, search_algorithm
 from ._search import _check_positive_int, _mutual_knn
 from ._similarity_graph import SimilarityGraph, _token_positions

@@ -14,7 +14,7 @@ The scorers (``*_scorer``, `make_sequence_scorer`) have the signature
 `~sklearn.model_selection.cross_val_score`; they ignore unlabelled sequences (``y[i] is None``).
 """
 
-
+# Names imported `as` themselves serve the package's other folders: not public API.
 from ._scorers import (
     SCORERS,
     check_scoring,
@@ -24,6 +24,7 @@ from ._scorers import (
     sequence_accuracy_scorer,
     span_f1_scorer,
 )
+from ._scorers import SequenceScorer as SequenceScorer
 from ._spans import (
     has_spans,
     span_classification_report,
@@ -41,22 +42,9 @@ from ._token import (
 )
 
 __all__ = [
-    "flat_accuracy_score",
-    "flat_precision_score",
-    "flat_recall_score",
-    "flat_f1_score",
-    "flat_fbeta_score",
-    "flat_classification_report",
-    "sequence_accuracy_score",
-    "span_precision_recall_f1",
-    "span_f1_score",
-    "span_classification_report",
-    "make_sequence_scorer",
-    "flat_accuracy_scorer",
-    "flat_f1_scorer",
-    "sequence_accuracy_scorer",
-    "span_f1_scorer",
-    "SCORERS",
-    "has_spans",
-    "check_scoring",
+    "flat_accuracy_score", "flat_precision_score", "flat_recall_score", "flat_f1_score",
+    "flat_fbeta_score", "flat_classification_report", "sequence_accuracy_score",
+    "span_precision_recall_f1", "span_f1_score", "span_classification_report",
+    "make_sequence_scorer", "flat_accuracy_scorer", "flat_f1_scorer", "sequence_accuracy_scorer",
+    "span_f1_scorer", "SCORERS", "has_spans", "check_scoring",
 ]

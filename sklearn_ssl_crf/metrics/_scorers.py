@@ -30,7 +30,7 @@ def _labelled_sequences(X, y):
     return X, [y[i] for i in labelled]
 
 
-class _SequenceScorer:
+class SequenceScorer:
     """``scorer(estimator, X, y)``: a metric of ``y`` and ``estimator.predict(X)`` on the
     labelled sequences only."""
 
@@ -81,7 +81,7 @@ def make_sequence_scorer(score_func, **kwargs):
     >>> scorer(Tagger(), [["the"], ["a", "dog"]], [["B-NP"], None])
     1.0
     """
-    return _SequenceScorer(score_func, kwargs)
+    return SequenceScorer(score_func, kwargs)
 
 
 #: Scorer of token accuracy (`flat_accuracy_score`) on the labelled sequences.

@@ -8,15 +8,17 @@
   functions of the weight vector over chunks of sequences.
 """
 
+# Names imported `as` themselves serve the package's other folders: not public API.
 from ._penalties import GraphLaplacianPenalty, LabelProportionPenalty, MarginalPenalty
+from ._potentials import clamp_unary as clamp_unary
+from ._potentials import cost_augmented as cost_augmented
 from ._potentials import label_count_gradient, log_likelihood, log_partition, unlabelled_terms
+from ._weights import add_unlabelled_terms as add_unlabelled_terms
+from ._weights import chunk_log_likelihood as chunk_log_likelihood
+from ._weights import entropy_regularised_objective as entropy_regularised_objective
+from ._weights import penalised_negative_log_likelihood as penalised_negative_log_likelihood
 
 __all__ = [
-    "GraphLaplacianPenalty",
-    "LabelProportionPenalty",
-    "MarginalPenalty",
-    "label_count_gradient",
-    "log_likelihood",
-    "log_partition",
-    "unlabelled_terms",
+    "GraphLaplacianPenalty", "LabelProportionPenalty", "MarginalPenalty", "label_count_gradient",
+    "log_likelihood", "log_partition", "unlabelled_terms",
 ]

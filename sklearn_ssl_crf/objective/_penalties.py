@@ -15,7 +15,7 @@ Two penalties are defined: `GraphLaplacianPenalty` (groups are graph vertices) a
 import numpy as np
 import scipy.sparse as sp
 
-from ..parallel._packed import group_indicator
+from ..potentials import group_indicator
 
 
 class MarginalPenalty:

@@ -54,7 +54,7 @@ def log_likelihood(packed, unary, transition, workspace=None):
     >>> import numpy as np
     >>> import scipy.sparse as sp
     >>> from sklearn_ssl_crf.objective import log_likelihood
-    >>> from sklearn_ssl_crf.parallel import PackedSequences
+    >>> from sklearn_ssl_crf.potentials import PackedSequences
     >>> packed = PackedSequences(sp.csr_matrix(np.ones((3, 1))), lengths=[2, 1],
     ...                          labels=[0, 1, 0], n_labels=2)
     >>> unary = packed.unary(np.zeros((1, 2)))                   # all potentials 0
@@ -175,7 +175,7 @@ def log_partition(packed, unary, transition, workspace=None):
     >>> import numpy as np
     >>> import scipy.sparse as sp
     >>> from sklearn_ssl_crf.objective import log_partition
-    >>> from sklearn_ssl_crf.parallel import PackedSequences
+    >>> from sklearn_ssl_crf.potentials import PackedSequences
     >>> packed = PackedSequences(sp.csr_matrix(np.ones((3, 1))), lengths=[2, 1],
     ...                          labels=[0, 1, 0], n_labels=2)
     >>> unary = packed.unary(np.zeros((1, 2)))                   # all potentials 0
@@ -232,7 +232,7 @@ def unlabelled_terms(packed, unary, transition, workspace=None, entropy_gradient
     >>> import numpy as np
     >>> import scipy.sparse as sp
     >>> from sklearn_ssl_crf.objective import unlabelled_terms
-    >>> from sklearn_ssl_crf.parallel import PackedSequences
+    >>> from sklearn_ssl_crf.potentials import PackedSequences
     >>> packed = PackedSequences(sp.csr_matrix(np.ones((3, 1))), lengths=[2, 1],
     ...                          labels=[0, 1, 0], n_labels=2)
     >>> unary = packed.unary(np.zeros((1, 2)))                   # all potentials 0
@@ -287,7 +287,7 @@ def label_count_gradient(packed, unary, transition, label_weights, workspace=Non
     >>> import numpy as np
     >>> import scipy.sparse as sp
     >>> from sklearn_ssl_crf.objective import label_count_gradient
-    >>> from sklearn_ssl_crf.parallel import PackedSequences
+    >>> from sklearn_ssl_crf.potentials import PackedSequences
     >>> packed = PackedSequences(sp.csr_matrix(np.ones((3, 1))), lengths=[2, 1],
     ...                          labels=[0, 1, 0], n_labels=2)
     >>> unary = packed.unary(np.zeros((1, 2)))                   # all potentials 0

@@ -10,8 +10,8 @@ import numpy as np
 from joblib import Parallel, cpu_count, delayed
 from joblib.externals.loky import ProcessPoolExecutor
 
-from .._threads import single_threaded_blas
 from ..inference import Workspace
+from ..utils import single_threaded_blas
 from ._tree import _range_results, _tree_ranges
 
 #: Chunks per message when they are scattered to a dask cluster's workers: the client holds

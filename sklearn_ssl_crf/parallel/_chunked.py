@@ -14,10 +14,10 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
 
-from .._memory import release_freed_memory
 from ..inference import Workspace
+from ..potentials import PackedSequences
+from ..utils import release_freed_memory
 from ._backends import _ClusterChunks, _dask_client, _stored_results
-from ._packed import PackedSequences
 from ._tree import _range_sum, _tree_ranges
 
 #: Tokens per chunk: large enough for NumPy to work on big blocks, small enough that a

@@ -15,19 +15,19 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import featurise_training_input
-from ._interruption import unfitted_on_failure
-from ._memory_needs import check_memory
-from ._sequences import SequenceMatrix
-from ._tags import LabelledSequenceTagsMixin
-from ._validation import (
+from ..graph import SimilarityGraph, resolve_graph
+from ..utils import (
+    LabelledSequenceTagsMixin,
+    SequenceMatrix,
     as_sequence_list,
     check_labels,
+    check_memory,
     concatenate_inputs,
     encode_labels,
     sequence_lengths,
+    unfitted_on_failure,
 )
-from .graph import SimilarityGraph, resolve_graph
+from ._base import featurise_training_input
 
 __all__ = ["GraphPropagation"]
 

@@ -8,20 +8,16 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from ._checkpoints import RunCheckpoints
-from ._constraints import known_label_mask, resolve_constraints
-from ._contributions import ContributionsMixin
-from ._decoding import decode, posterior_marginals
-from ._memory_needs import check_fit_memory
-from ._parameters import transition_potentials
-from ._sample_weights import labelled_weights, resolve_class_weight
-from ._sequences import SequenceMatrix
-from ._tags import LabelledSequenceTagsMixin
-from ._threads import single_threaded_blas
-from ._uncertainty import UncertaintyMixin, per_sequence
-from ._validation import (
+from ..features import SequenceVectorizer
+from ..metrics import span_f1_score
+from ..potentials import PackedSequences, transition_potentials
+from ..training import RunCheckpoints
+from ..utils import (
+    LabelledSequenceTagsMixin,
+    SequenceMatrix,
     as_sequence_list,
     check_feature_values,
+    check_fit_memory,
     check_labels,
     encode_labels,
     is_matrix_input,
@@ -29,11 +25,14 @@ from ._validation import (
     not_sequences_error,
     select_sequences,
     sequence_lengths,
+    single_threaded_blas,
     unlabelled_input,
 )
-from .features import SequenceVectorizer
-from .metrics import span_f1_score
-from .parallel import PackedSequences
+from ._contributions import ContributionsMixin
+from ._label_constraints import known_label_mask, resolve_constraints
+from ._prediction import decode, posterior_marginals
+from ._sample_weights import labelled_weights, resolve_class_weight
+from ._uncertainty import UncertaintyMixin, per_sequence
 
 __all__ = ["BaseCRF", "featurise_training_input", "unlabelled_sequences"]
 

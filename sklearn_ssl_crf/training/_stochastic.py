@@ -6,14 +6,24 @@ terms of `objective` (the unlabelled ones with a running mean of the label propo
 import numpy as np
 import scipy.sparse as sp
 
+from ..inference import Workspace, chain_statistics
+from ..objective import (
+    LabelProportionPenalty,
+    add_unlabelled_terms,
+    chunk_log_likelihood,
+    clamp_unary,
+    cost_augmented,
+)
+from ..optim.specs import Array, Either, ListOf, Number
+from ..potentials import (
+    PackedSequences,
+    WeightLayout,
+    label_cooccurrence,
+    seen_structure,
+    transition_counts,
+    transition_masks,
+)
 from ._checkpoints import digest
-from ._parameters import WeightLayout, label_cooccurrence, seen_structure, transition_masks
-from .inference import Workspace, chain_statistics
-from .objective import LabelProportionPenalty
-from .objective._potentials import clamp_unary, cost_augmented
-from .objective._weights import add_unlabelled_terms, chunk_log_likelihood
-from .optim.specs import Array, Either, ListOf, Number
-from .parallel import PackedSequences, transition_counts
 
 
 def _local_matrix(matrix):
@@ -24,7 +34,7 @@ def _local_matrix(matrix):
                                   shape=(matrix.shape[0], columns.size))
 
 
-class _Samples:
+class StochasticSamples:
     """Training sequences for stochastic steps: `gradient(trainer, batch)` gives the summed
     loss of a batch of sequences and its gradient, over the attributes they use.
 

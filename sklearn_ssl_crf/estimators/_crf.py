@@ -7,15 +7,13 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..objective import penalised_negative_log_likelihood
+from ..optim import minimize_lbfgs
+from ..parallel import CHUNK_TOKENS, ChunkedSequences
+from ..potentials import WeightLayout, label_cooccurrence, seen_structure, transition_masks
+from ..utils import single_threaded_blas, unfitted_on_failure
 from ._base import BaseCRF
-from ._interruption import unfitted_on_failure
-from ._parameters import WeightLayout, label_cooccurrence, seen_structure, transition_masks
 from ._sample_weights import labelled_weights
-from ._threads import single_threaded_blas
-from .objective._weights import penalised_negative_log_likelihood
-from .optim import minimize_lbfgs
-from .parallel import ChunkedSequences
-from .parallel._chunked import CHUNK_TOKENS
 
 __all__ = ["CRF"]
 

@@ -1,14 +1,14 @@
 """What the training path (`_training.SemiSupervisedPath`) passes between its steps: the
 training data as an estimator prepares it (`Problem`), one fold's labelled part at fixed
 priors (`Fold`), what a semi-supervised phase returns (`Phase`) and one run from a
-supervised start (`_Run`).
+supervised start (`FoldRun`).
 """
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._selection import _Iterates
+from ._selection import Iterates
 
 
 @dataclass
@@ -63,11 +63,11 @@ class Fold:
 
 
 @dataclass
-class _Run:
+class FoldRun:
     fold: Fold
     supervised: object
     result: Phase
-    iterates: _Iterates
+    iterates: Iterates
 
 
 class LoggingCallback:

@@ -18,7 +18,7 @@ import zlib
 
 import numpy as np
 
-from ._model_archive import _FUNCTIONS, CLASSES
+from ._archive import _FUNCTIONS, CLASSES
 
 __all__ = ["dump_skops", "load_skops"]
 
@@ -34,6 +34,21 @@ def _qualified(thing):
     return f"{thing.__module__}.{thing.__qualname__}"
 
 
+#: The full names of the package's classes in the skops files of earlier releases, before
+#: their modules moved (issue #41): a node naming one of these exactly is read as the class
+#: it now is.
+_MOVED = {
+    "sklearn_ssl_crf._crf.CRF": "CRF",
+    "sklearn_ssl_crf._crf_cv.CRFCV": "CRFCV",
+    "sklearn_ssl_crf._semi_supervised.EntropyRegularizedCRF": "EntropyRegularizedCRF",
+    "sklearn_ssl_crf._semi_supervised.SemiSupervisedCRF": "SemiSupervisedCRF",
+    "sklearn_ssl_crf._self_training.SelfTrainingCRF": "SelfTrainingCRF",
+    "sklearn_ssl_crf._natural_gradient.NaturalGradientCRF": "NaturalGradientCRF",
+    "sklearn_ssl_crf._graph_pr.GraphPRCRF": "GraphPRCRF",
+    "sklearn_ssl_crf._graph_propagation.GraphPropagation": "GraphPropagation",
+    "sklearn_ssl_crf._constraints.LabelConstraints": "LabelConstraints",
+    "sklearn_ssl_crf.metrics._scorers._SequenceScorer": "SequenceScorer",
+}
 _TRUSTED = frozenset(
     [_qualified(cls) for name, cls in CLASSES.items() if name != "Pipeline"]
     + [_qualified(function) for function in _FUNCTIONS.values()]
@@ -70,13 +85,14 @@ def load_skops(name, check_header):
     try:
         with zipfile.ZipFile(name) as archive:
             schema = _check_archive(archive, name)
+            data = _with_current_names(archive, schema)
     except (zipfile.BadZipFile, EOFError, KeyError, NotImplementedError, zlib.error,
             OSError) as error:
         raise ValueError(f"{name} is a damaged model file ({type(error).__name__}: "
                          f"{error})") from None
     check_header(_header(schema, name))
     try:
-        untrusted = skops_io.get_untrusted_types(file=name)
+        untrusted = skops_io.get_untrusted_types(data=data)
     except Exception as error:  # skops raises various errors on foreign files
         raise ValueError(f"{name} is a damaged model file ({type(error).__name__}: "
                          f"{error})") from None
@@ -85,13 +101,31 @@ def load_skops(name, check_header):
         raise ValueError(f"{name} needs types that are not the package's own nor trusted "
                          f"by skops: {', '.join(foreign)}; refusing to load it")
     try:
-        record = skops_io.load(name, trusted=untrusted)
+        record = skops_io.load(io.BytesIO(data), trusted=untrusted)
     except Exception as error:  # a damaged archive fails in many ways
         raise ValueError(f"{name} is a damaged model file ({type(error).__name__}: "
                          f"{error})") from None
     if type(record) is not dict:
         raise ValueError(f"{name} is not a sklearn_ssl_crf model file (written by save)")
     return record
+
+
+def _with_current_names(archive, schema):
+    """The bytes of the archive, its schema's nodes that name a class by its module of an
+    earlier release (`_MOVED`) renamed to its module now."""
+    renamed = False
+    for node in _nodes(schema):
+        moved = _MOVED.get(f"{node.get('__module__')}.{node.get('__class__')}")
+        if moved is not None:
+            cls = CLASSES[moved]
+            node["__module__"], node["__class__"] = cls.__module__, cls.__qualname__
+            renamed = True
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as copy:
+        for info in archive.infolist():
+            copy.writestr(info, json.dumps(schema) if renamed and info.filename == "schema.json"
+                          else archive.read(info))
+    return buffer.getvalue()
 
 
 def _foreign_types(untrusted):
@@ -130,12 +164,16 @@ def _check_archive(archive, name):
 
 
 def _nodes_with_files(tree):
+    return (node for node in _nodes(tree) if isinstance(node.get("file"), str))
+
+
+def _nodes(tree):
+    """Every JSON object in ``tree``."""
     stack = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            if isinstance(node.get("file"), str):
-                yield node
+            yield node
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)

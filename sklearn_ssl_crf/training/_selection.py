@@ -1,5 +1,5 @@
-"""Selection's pieces: the held-out sets and how their iterates are scored (`_Iterates`,
-`_HeldOut`), the candidates of each setting, the folds, and the record of what was tried
+"""Selection's pieces: the held-out sets and how their iterates are scored (`Iterates`,
+`HeldOut`), the candidates of each setting, the folds, and the record of what was tried
 (``cv_results_``).
 """
 
@@ -10,10 +10,10 @@ import numpy as np
 from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
 
-from .optim.specs import Either, Integer, ListOf, Number
+from ..optim.specs import Either, Integer, ListOf, Number
 
 
-class _Iterates:
+class Iterates:
     """Scores the iterates of one run on a held-out set, keeps the best, and stops the run
     (``StopIteration``) after ``patience`` iterations without a better score.
 
@@ -60,7 +60,7 @@ class _Iterates:
                 "best_theta": Either(None, weights), "patience": Either(None, Integer(0))}
 
 
-class _HeldOut:
+class HeldOut:
     """Held-out labelled sequences and the scorer that rates an iterate on them.
 
     ``in_fold``: they are a cross-validation fold's held-out sequences, which an estimator
@@ -97,7 +97,7 @@ class _Predictions:
         return self.labels
 
 
-def _candidates(name, value, auto):
+def setting_candidates(name, value, auto):
     """The values a selectable setting may take: the 'auto' candidates, a given list, or
     one fixed value."""
     if isinstance(value, str):
@@ -168,12 +168,12 @@ def _label_sequence_ids(labels):
     return np.array([index.setdefault(tuple(sequence), len(index)) for sequence in labels])
 
 
-def _first_best(values):
+def first_best(values):
     """Index of the largest value, the first one on ties."""
     return int(np.flatnonzero(values == values.max())[0])
 
 
-def _padded(scores, length):
+def padded_scores(scores, length):
     return scores + [scores[-1]] * (length - len(scores))
 
 
@@ -183,7 +183,7 @@ def describe_settings(settings):
                      for name, value in settings.items())
 
 
-def _results(penalties, penalty_scores, scores, strengths, paths, priors):
+def cv_results(penalties, penalty_scores, scores, strengths, paths, priors):
     """`cv_results_`, in `GridSearchCV`'s form: one row per prior candidate when there
     were several (supervised, iteration 0), then one per strength candidate at the chosen
     ``priors`` and its best mean number of iterations (``n_iter``), from ``scores`` (per
@@ -197,7 +197,7 @@ def _results(penalties, penalty_scores, scores, strengths, paths, priors):
     for strength, strength_scores, path in zip(strengths, scores, paths):
         n_iter = int(np.argmax(path))
         params.append({**priors, **strength, "n_iter": n_iter})
-        split_scores.append([_padded(run_scores, n_iter + 1)[n_iter]
+        split_scores.append([padded_scores(run_scores, n_iter + 1)[n_iter]
                              for run_scores in strength_scores])
     split_scores = np.array(split_scores)
     mean = split_scores.mean(axis=1)
@@ -210,7 +210,7 @@ def _results(penalties, penalty_scores, scores, strengths, paths, priors):
     return results
 
 
-class _BestEpoch:
+class BestEpoch:
     """The semi-supervised epoch (0: the supervised model) with the best dev score by the
     package's one rule: span F1 for span labels, token accuracy otherwise."""
 

@@ -7,12 +7,11 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
+from ..training import Phase
+from ..utils import single_threaded_blas, unfitted_on_failure
 from ._base import unlabelled_sequences
-from ._decoding import decode
-from ._interruption import unfitted_on_failure
-from ._threads import single_threaded_blas
-from ._training import SemiSupervisedPath
-from ._training_data import Phase
+from ._prediction import decode
+from ._semi_supervised_path import SemiSupervisedPath
 
 __all__ = ["SelfTrainingCRF"]
 

@@ -38,27 +38,28 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..metrics import check_scoring
+from ..objective import penalised_negative_log_likelihood
+from ..optim import LBFGSResult
+from ..parallel import ChunkedSequences
+from ..potentials import WeightLayout
+from ..training import (
+    Fold,
+    FoldRun,
+    HeldOut,
+    Iterates,
+    Problem,
+    cv_results,
+    describe_settings,
+    first_best,
+    held_out_splits,
+    padded_scores,
+    setting_candidates,
+)
+from ..utils import SequenceMatrix, check_labels
 from ._crf import CRF
 from ._init_weights import init_priors, init_vector
-from ._parameters import WeightLayout
 from ._sample_weights import labelled_weights
-from ._selection import (
-    _candidates,
-    _first_best,
-    _HeldOut,
-    _Iterates,
-    _padded,
-    _results,
-    describe_settings,
-    held_out_splits,
-)
-from ._sequences import SequenceMatrix
-from ._training_data import Fold, Problem, _Run
-from ._validation import check_labels
-from .metrics import check_scoring
-from .objective._weights import penalised_negative_log_likelihood
-from .optim import LBFGSResult
-from .parallel import ChunkedSequences
 
 #: The candidates of ``c1='auto'`` and ``c2='auto'``: no L1 or a little, and L2 from
 #: CRFsuite's default (right for about 10,000 labelled sentences) down to 1/1000 of it.
@@ -168,7 +169,7 @@ class SemiSupervisedPath(CRF):
         chosen, n_iterations, paths = self._choose_strength(
             scores, self._max_phase_iterations(), dev=X_dev is not None)
         settings = dict(**priors, **strengths[chosen])
-        self.cv_results_ = _results(penalties, penalty_scores,
+        self.cv_results_ = cv_results(penalties, penalty_scores,
                                     scores if self._max_phase_iterations() != 0 else [],
                                     strengths, paths, priors)
         self._say(f"chose {describe_settings(settings)}, {n_iterations} iteration(s), in "
@@ -192,19 +193,19 @@ class SemiSupervisedPath(CRF):
     def _run(self, problem, train, priors, strength, max_iterations, held, fold=None,
              supervised=None, patience="default"):
         """Supervised start on the labelled sequences ``train`` at ``priors`` (unless given,
-        with its fold), then the semi-supervised phase; ``held`` (a `_HeldOut`, or None)
-        scores every iterate. Returns a `_Run`."""
+        with its fold), then the semi-supervised phase; ``held`` (a `HeldOut`, or None)
+        scores every iterate. Returns a `FoldRun`."""
         if fold is None:
             fold = self._fold(problem, train)
             self._set_priors(fold, priors)
         if supervised is None:
             supervised = self._supervised_start(fold)
         theta = supervised.x
-        iterates = _Iterates(None if held is None else held.scorer(self, fold),
+        iterates = Iterates(None if held is None else held.scorer(self, fold),
                              self._patience() if patience == "default" else patience)
         result = self._semi_supervised_phase(problem, fold, theta, strength, max_iterations,
                                              iterates)
-        return _Run(fold, supervised, result, iterates)
+        return FoldRun(fold, supervised, result, iterates)
 
     def _labelled_problem(self, sequences, labelled, codes, y, sample_weight, n_given=None):
         """A `Problem` of the sequences ``labelled`` of ``sequences`` (indices), whose
@@ -303,7 +304,7 @@ class SemiSupervisedPath(CRF):
         if len(penalties) > 1:
             scores = np.array(self._over_held_sets("_penalty_scores", problem, held_sets,
                                                    penalties)).T
-        best = _first_best(scores.mean(axis=1))
+        best = first_best(scores.mean(axis=1))
         return penalties[best], scores
 
     def _over_held_sets(self, method, problem, held_sets, *args):
@@ -383,7 +384,7 @@ class SemiSupervisedPath(CRF):
         paths, gains, iterations = [], [], []
         for strength_scores in scores:
             length = max(len(run_scores) for run_scores in strength_scores)
-            path = np.mean([_padded(run_scores, length) for run_scores in strength_scores],
+            path = np.mean([padded_scores(run_scores, length) for run_scores in strength_scores],
                            axis=0)
             paths.append(path.tolist())
             if self._iterations_rule == "end" and not dev:
@@ -393,7 +394,7 @@ class SemiSupervisedPath(CRF):
             else:
                 gains.append(path.max() - path[0])
                 iterations.append(int(np.argmax(path)))
-        chosen = _first_best(np.array(gains))
+        chosen = first_best(np.array(gains))
         if gains[chosen] < self.tol or gains[chosen] <= 0:
             return chosen, 0, paths
         return chosen, iterations[chosen], paths
@@ -403,7 +404,7 @@ class SemiSupervisedPath(CRF):
         return held_out_splits(labels, self.cv, self.random_state)
 
     def _held_out_fold(self, problem, held):
-        return _HeldOut(problem.labelled[held], [problem.labels[i] for i in held],
+        return HeldOut(problem.labelled[held], [problem.labels[i] for i in held],
                         self._scorer, in_fold=True)
 
     def _held_out_dev(self, X_dev, y_dev):
@@ -417,7 +418,7 @@ class SemiSupervisedPath(CRF):
             raise ValueError(f"y_dev has labels not in the training data: "
                              f"{sorted(map(str, unseen))[:5]}; a model can never predict "
                              "them")
-        return _HeldOut(sequences[labelled], gold, self._scorer)
+        return HeldOut(sequences[labelled], gold, self._scorer)
 
     # -- settings ------------------------------------------------------------------------
 
@@ -434,19 +435,19 @@ class SemiSupervisedPath(CRF):
             chosen = init_priors(init)
             l1 = chosen["c1"] if isinstance(l1, str) else l1
             l2 = chosen["c2"] if isinstance(l2, str) else l2
-        c2_candidates = sorted(_candidates("c2", l2, C2_CANDIDATES), reverse=True)
+        c2_candidates = sorted(setting_candidates("c2", l2, C2_CANDIDATES), reverse=True)
         return [dict(c1=c1, c2=c2, **({"c2_transitions": t} if shown else {}))
-                for c1 in _candidates("c1", l1, C1_CANDIDATES) for t in transitions
+                for c1 in setting_candidates("c1", l1, C1_CANDIDATES) for t in transitions
                 for c2 in c2_candidates]
 
     def _transition_candidates(self):
         auto = C2_TRANSITIONS_CANDIDATES if self.order == 2 else (None,)
-        return _candidates("c2_transitions", self.c2_transitions, auto)
+        return setting_candidates("c2_transitions", self.c2_transitions, auto)
 
     def _strength_candidates(self):
         """Every combination of the strength parameters' candidates, as dicts."""
         names = list(self._strengths)
-        values = [_candidates(name, getattr(self, name), self._strengths[name])
+        values = [setting_candidates(name, getattr(self, name), self._strengths[name])
                   for name in names]
         return [dict(zip(names, combination)) for combination in product(*values)]
 

@@ -14,24 +14,23 @@ from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import BaseCRF, unlabelled_sequences
-from ._checkpoints import GeneratorState
-from ._crf import _check_dev_pair
-from ._init_weights import init_vector
-from ._interruption import unchanged_on_failure, unfitted_on_failure
-from ._parameters import WeightLayout
-from ._sample_weights import labelled_weights
-from ._selection import _BestEpoch
-from ._semi_supervised import target_proportions
-from ._stochastic import _Samples, union_masks
-from ._threads import single_threaded_blas
-from ._validation import (
+from ..metrics import has_spans
+from ..optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
+from ..optim.transforms import TRANSFORMS
+from ..potentials import WeightLayout
+from ..training import BestEpoch, GeneratorState, StochasticSamples, union_masks
+from ..utils import (
     concatenate_inputs,
+    single_threaded_blas,
     stack_sequences,
+    unchanged_on_failure,
+    unfitted_on_failure,
 )
-from .metrics import has_spans
-from .optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
-from .optim.transforms import TRANSFORMS
+from ._base import BaseCRF, unlabelled_sequences
+from ._crf import _check_dev_pair
+from ._entropy_regularized import target_proportions
+from ._init_weights import init_vector
+from ._sample_weights import labelled_weights
 
 
 class NaturalGradientCRF(BaseCRF):
@@ -337,7 +336,7 @@ state_features_, transition_features_, size_, vectorizer_
             split = np.split(theta, [self.num_attributes_ * len(self.classes_)])  # W, then T
             trainer.set_weights(*(part.reshape(-1, len(self.classes_)) for part in split))
             phases = phases[1:]
-        callback, kept = None, _BestEpoch(has_spans(self.classes_))
+        callback, kept = None, BestEpoch(has_spans(self.classes_))
         if X_dev is not None:
             scorer = self._dev_scorer(X_dev, y_dev, layout)
 
@@ -479,13 +478,13 @@ state_features_, transition_features_, size_, vectorizer_
         return 2  # the weights and a step's gradient
 
     def _samples(self, sequences, labelled, codes, unlabelled_terms, prepared=None):
-        """The training sequences as `_Samples`: the labelled ones, then with
+        """The training sequences as `StochasticSamples`: the labelled ones, then with
         ``unlabelled_terms`` the non-empty unlabelled ones (otherwise those are skipped).
         ``prepared``: the labelled sequences' single-step data, when already built."""
         unlabelled = np.zeros(0, dtype=np.int64)
         if unlabelled_terms:
             unlabelled = unlabelled_sequences(sequences, labelled)
-        return _Samples(sequences[np.concatenate([labelled, unlabelled])], labelled.size,
+        return StochasticSamples(sequences[np.concatenate([labelled, unlabelled])], labelled.size,
                         codes, len(self.classes_), self.gamma, self.proportion_weight,
                         getattr(self, "target_proportions_", None), prepared, self.order,
                         self._weights, self._label_costs())

@@ -35,14 +35,12 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..graph import SimilarityGraph, resolve_graph
+from ..objective import GraphLaplacianPenalty
+from ..training import ExpectationMaximisation
+from ..utils import concatenate_inputs, single_threaded_blas, unfitted_on_failure
 from ._base import unlabelled_sequences
-from ._graph_pr_em import _ExpectationMaximisation
-from ._interruption import unfitted_on_failure
-from ._threads import single_threaded_blas
-from ._training import SELECTABLE, SemiSupervisedPath
-from ._validation import concatenate_inputs
-from .graph import SimilarityGraph, resolve_graph
-from .objective import GraphLaplacianPenalty
+from ._semi_supervised_path import SELECTABLE, SemiSupervisedPath
 
 
 class GraphPRCRF(SemiSupervisedPath):
@@ -384,7 +382,7 @@ vectorizer_
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                on_iteration):
-        em = _ExpectationMaximisation(self, fold, strength["lam"])
+        em = ExpectationMaximisation(self, fold, strength["lam"])
         return em.run(theta, max_iterations, on_iteration)
 
     def _finish(self, problem, fold, result):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .inference import chain_lattice, viterbi_batch
+from ..inference import chain_lattice, viterbi_batch
 
 __all__ = ["decode", "posterior_marginals"]
 

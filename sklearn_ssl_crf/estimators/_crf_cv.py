@@ -2,9 +2,9 @@
 
 from sklearn.base import _fit_context
 
-from ._interruption import unfitted_on_failure
-from ._training import SemiSupervisedPath
-from ._training_data import Phase
+from ..training import Phase
+from ..utils import unfitted_on_failure
+from ._semi_supervised_path import SemiSupervisedPath
 
 __all__ = ["CRFCV"]
 

@@ -36,11 +36,9 @@ import warnings
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import BaseCRF
-from ._crf import CRF
-from ._memory_needs import check_memory
-from .features import SequenceVectorizer
-from .features._encoding import _ColumnCache
+from ..estimators import CRF, BaseCRF
+from ..features import ColumnCache, SequenceVectorizer
+from ..utils import check_memory
 
 __all__ = ["MAGIC", "read_crfsuite", "write_crfsuite"]
 
@@ -271,7 +269,7 @@ def _fitted_crf(labels, attributes, state, transition):
     vectorizer = SequenceVectorizer()
     vectorizer.feature_names_ = list(attributes)
     vectorizer.vocabulary_ = {name: column for column, name in enumerate(attributes)}
-    vectorizer._column_cache = _ColumnCache(vectorizer.vocabulary_)
+    vectorizer._column_cache = ColumnCache(vectorizer.vocabulary_)
     # CRFsuite decodes without label constraints: so does the model, to tag as it did.
     crf = CRF(order=1, constraints=None)
     crf.constraints_ = None

@@ -10,10 +10,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._threads import single_threaded_blas
-from ._training_data import Phase
-from .objective import log_partition
-from .optim import CurvatureHistory
+from ..objective import log_partition
+from ..optim import CurvatureHistory
+from ..utils import single_threaded_blas
+from ._records import Phase
 
 # Halvings of an E-step's step size before it is taken as converged.
 _MAX_HALVINGS = 10
@@ -48,7 +48,7 @@ class _LikelihoodTerms:
     expected_features: np.ndarray
 
 
-class _ExpectationMaximisation:
+class ExpectationMaximisation:
     """The EM loop of `GraphPRCRF` on one fold (`_training.Fold`) at strength ``lam``."""
 
     def __init__(self, model, fold, lam):

@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 from numpy.lib import format as npy
 
-from ._files import atomic_path
-from .optim.specs import Array, Integer, Number, check, kind_of
+from ..optim.specs import Array, Integer, Number, check, kind_of
+from ..utils import atomic_path
 
 __all__ = ["RunCheckpoints", "GeneratorState", "digest"]
 

@@ -4,10 +4,10 @@ sequences, of spans and of single tokens, all from one lattice pass
 
 import numpy as np
 
-from ._threads import single_threaded_blas
-from .inference import chain_lattice
-from .inference.entropy import position_entropies
-from .parallel import PackedSequences
+from ..inference import chain_lattice
+from ..inference.entropy import position_entropies
+from ..potentials import PackedSequences
+from ..utils import single_threaded_blas
 
 __all__ = ["UncertaintyMixin"]
 

@@ -5,9 +5,8 @@ fails here, with the file named, not deep inside ``predict``)."""
 import numpy as np
 from sklearn.pipeline import Pipeline
 
-from ._base import BaseCRF
-from ._constraints import LabelConstraints
-from .features import SequenceVectorizer
+from ..estimators import BaseCRF, LabelConstraints
+from ..features import SequenceVectorizer
 
 __all__ = ["check_loaded"]
 

@@ -26,23 +26,23 @@ import stat
 import joblib
 import sklearn
 
-from ._crfsuite_format import (
-    MAGIC,
-    check_crfsuite_model,
-    read_crfsuite,
-    write_crfsuite,
-)
-from ._files import atomic_path
-from ._loaded_models import check_loaded
-from ._model_archive import MAGIC as ARCHIVE_MAGIC
-from ._model_archive import (
+from ..utils import atomic_path
+from ._archive import MAGIC as ARCHIVE_MAGIC
+from ._archive import (
     UnsavableError,
     check_plain,
     decode_plain,
     encode_archive,
     read_archive,
 )
-from ._skops_files import dump_skops, load_skops
+from ._crfsuite import (
+    MAGIC,
+    check_crfsuite_model,
+    read_crfsuite,
+    write_crfsuite,
+)
+from ._loaded_models import check_loaded
+from ._skops import dump_skops, load_skops
 
 __all__ = ["load", "save"]
 
@@ -58,7 +58,7 @@ _UNSAVABLE_HELP = ("a model file holds the package's estimators, featurizers and
 
 def _package_version():
     # Imported here: the package's __init__ imports this module.
-    from . import __version__
+    from .. import __version__
 
     return __version__
 

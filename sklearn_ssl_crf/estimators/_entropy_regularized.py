@@ -16,11 +16,11 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
+from ..objective import entropy_regularised_objective
+from ..training import LoggingCallback, Phase
+from ..utils import unfitted_on_failure
 from ._base import unlabelled_sequences
-from ._interruption import unfitted_on_failure
-from ._training import SELECTABLE, SemiSupervisedPath
-from ._training_data import LoggingCallback, Phase
-from .objective._weights import entropy_regularised_objective
+from ._semi_supervised_path import SELECTABLE, SemiSupervisedPath
 
 __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]
 

@@ -24,7 +24,7 @@ writes: no name is imported or looked up. It is created with ``cls.__new__`` and
 state (a dict of attribute values) by the class's ``__setstate__`` where it has one, else
 directly: no ``__init__`` runs. Audited: scikit-learn's ``BaseEstimator.__setstate__``
 compares a version string and updates ``__dict__``; `SequenceVectorizer` rebuilds its column
-cache from ``vocabulary_`` (`_ColumnCache` only stores the dict); `WordClusters` empties a
+cache from ``vocabulary_`` (`ColumnCache` only stores the dict); `WordClusters` empties a
 cache. Nothing else runs on loading; `load` then checks the fitted CRF weights
 (`_loaded_models.check_loaded`), so that a crafted file fails there, not deep inside
 ``predict``.
@@ -41,20 +41,23 @@ import numpy as np
 import scipy.sparse
 from sklearn.pipeline import Pipeline
 
-from . import metrics
-from ._constraints import LabelConstraints
-from ._crf import CRF
-from ._crf_cv import CRFCV
-from ._graph_pr import GraphPRCRF
-from ._graph_propagation import GraphPropagation
-from ._natural_gradient import NaturalGradientCRF
-from ._self_training import SelfTrainingCRF
-from ._semi_supervised import EntropyRegularizedCRF, SemiSupervisedCRF
-from .features import SequenceVectorizer, WindowFeatures, WindowRows, WordClusters
-from .graph import SimilarityGraph
-from .metrics._scorers import _SequenceScorer
-from .optim.sgd import SGDTrainer
-from .optim.transforms import GradientTransform
+from .. import metrics
+from ..estimators import (
+    CRF,
+    CRFCV,
+    EntropyRegularizedCRF,
+    GraphPRCRF,
+    GraphPropagation,
+    LabelConstraints,
+    NaturalGradientCRF,
+    SelfTrainingCRF,
+    SemiSupervisedCRF,
+)
+from ..features import SequenceVectorizer, WindowFeatures, WindowRows, WordClusters
+from ..graph import SimilarityGraph
+from ..metrics import SequenceScorer
+from ..optim.sgd import SGDTrainer
+from ..optim.transforms import GradientTransform
 
 __all__ = ["MAGIC", "CLASSES", "UnsavableError", "encode_archive", "read_archive",
            "check_plain", "decode_plain"]
@@ -64,14 +67,19 @@ FORMAT_VERSION = 1
 _ALIGN = 64
 _FIXED = struct.Struct("<8sQQ")  # magic, JSON length, CRC-32 of what follows
 
-#: The classes a model file may hold, by the stable name the file uses (not their module
-#: path, which may move). Exactly these: nothing else is created on loading.
-CLASSES = {cls.__name__: cls for cls in [
-    CRF, CRFCV, EntropyRegularizedCRF, SemiSupervisedCRF, SelfTrainingCRF,
-    NaturalGradientCRF, GraphPRCRF, GraphPropagation, SequenceVectorizer, WindowFeatures,
-    WindowRows, WordClusters, SimilarityGraph, LabelConstraints, _SequenceScorer,
-    SGDTrainer, GradientTransform, Pipeline,
-]}
+#: The classes a model file may hold, by the name the file uses: fixed here, not their
+#: class or module names, which may change. Exactly these: nothing else is created on
+#: loading.
+CLASSES = {
+    "CRF": CRF, "CRFCV": CRFCV, "EntropyRegularizedCRF": EntropyRegularizedCRF,
+    "SemiSupervisedCRF": SemiSupervisedCRF, "SelfTrainingCRF": SelfTrainingCRF,
+    "NaturalGradientCRF": NaturalGradientCRF, "GraphPRCRF": GraphPRCRF,
+    "GraphPropagation": GraphPropagation, "SequenceVectorizer": SequenceVectorizer,
+    "WindowFeatures": WindowFeatures, "WindowRows": WindowRows, "WordClusters": WordClusters,
+    "SimilarityGraph": SimilarityGraph, "LabelConstraints": LabelConstraints,
+    "SequenceScorer": SequenceScorer, "SGDTrainer": SGDTrainer,
+    "GradientTransform": GradientTransform, "Pipeline": Pipeline,
+}
 _CLASS_NAMES = {cls: name for name, cls in CLASSES.items()}
 #: The functions a model may refer to, by name: the package's metrics, which its scorers
 #: hold.

@@ -1,0 +1,18 @@
+"""The map from weights to potentials: sequences packed in the kernels' chain layout
+(`PackedSequences`, which maps weights to potentials and gradients back), the parameter
+vector's layout (`WeightLayout`) and the masks of the weights that exist.
+"""
+
+from ._packed import PackedSequences, group_indicator, transition_counts
+from ._weight_layout import (
+    WeightLayout,
+    label_cooccurrence,
+    seen_structure,
+    transition_masks,
+    transition_potentials,
+)
+
+__all__ = [
+    "PackedSequences", "transition_counts", "WeightLayout", "label_cooccurrence", "seen_structure",
+    "transition_masks", "transition_potentials", "group_indicator"
+]
