@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from sklearn_ssl_crf import (
     CRF,
+    CRFCV,
     EntropyRegularizedCRF,
     GraphPRCRF,
     GraphPropagation,
@@ -497,3 +498,24 @@ if get_tags is not None:  # scikit-learn >= 1.6
         with pytest.raises((ValueError, TypeError, AssertionError)):
             check(estimator)
         pytest.xfail(reason)
+
+
+@pytest.mark.parametrize("cls", [CRF, CRFCV, EntropyRegularizedCRF, SemiSupervisedCRF,
+                                 SelfTrainingCRF, NaturalGradientCRF, GraphPRCRF,
+                                 GraphPropagation, SequenceVectorizer, WindowFeatures,
+                                 WindowRows, WordClusters])
+def test_parameters_are_keyword_only_and_a_positional_call_names_them(cls):
+    import inspect
+
+    parameters = list(inspect.signature(cls).parameters.values())
+    assert parameters and all(p.kind is p.KEYWORD_ONLY for p in parameters)
+    # sklearn-crfsuite's order (algorithm, min_freq, ...) passed by position to our CRF
+    # would have set c1: the error says what it would have set, and nothing is built.
+    first = parameters[0]
+    args, meant = ("x", 7)[:len(parameters)], [f"{first.name}='x'"] + [
+        f"{p.name}=7" for p in parameters[1:2]]
+    with pytest.raises(TypeError, match=rf"{cls.__name__} takes its parameters by keyword: "
+                       rf"{cls.__name__}\({', '.join(map(repr, args))}\) would set "
+                       rf"{', '.join(meant)}; name each parameter"):
+        cls(*args)
+    assert clone(cls(**{first.name: first.default})).get_params()[first.name] == first.default

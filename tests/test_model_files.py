@@ -289,3 +289,31 @@ def test_every_estimator_round_trips_in_the_safe_formats(make, suffix, tmp_path)
         assert loaded.transduction_ == model.transduction_
     if hasattr(model, "predict"):
         assert loaded.predict(X[30:]) == model.predict(X[30:])
+
+
+def test_a_pickle_naming_moved_modules_says_so(fitted, tmp_path):
+    # A pickle of a release before the modules moved (issue #41) names sklearn_ssl_crf._crf.
+    model, _ = fitted
+    path = tmp_path / "old.joblib"
+    save(model[-1], path)
+    data = path.read_bytes()
+    moved = type(model[-1]).__module__.encode()
+    assert moved in data
+    path.write_bytes(_renamed_module(data, moved, b"sklearn_ssl_crf._crf"))
+    with pytest.raises(ValueError, match=r"old.joblib was pickled by sklearn_ssl_crf .* "
+                       r"modules that have moved since .*save it as \*.model"):
+        load(path, trusted=True)
+
+
+def _renamed_module(data, old, new):
+    """Pickle bytes with the module name ``old`` written as ``new`` (protocol 4-5 frame the
+    name with its length)."""
+    import struct
+
+    for size_format in ("<B", "<I", "<Q"):
+        for opcode in (b"\x8c", b"X", b"\x8d"):
+            prefix = opcode + struct.pack(size_format, len(old))
+            if prefix + old in data:
+                return data.replace(prefix + old, opcode + struct.pack(size_format, len(new))
+                                    + new)
+    raise AssertionError("the module name is not in the pickle")

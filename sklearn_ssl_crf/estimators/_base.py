@@ -13,6 +13,7 @@ from ..metrics import span_f1_score
 from ..potentials import PackedSequences, transition_potentials
 from ..training import RunCheckpoints
 from ..utils import (
+    KeywordOnlyParameters,
     LabelledSequenceTagsMixin,
     SequenceMatrix,
     as_sequence_list,
@@ -108,7 +109,8 @@ def unlabelled_sequences(sequences, labelled):
     return unlabelled[sequences.lengths[unlabelled] > 0]
 
 
-class BaseCRF(LabelledSequenceTagsMixin, UncertaintyMixin, ContributionsMixin, BaseEstimator):
+class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin,
+              ContributionsMixin, BaseEstimator):
     """Base class of the linear-chain CRF estimators (not for direct use).
 
     Subclasses learn ``state_weights_`` and ``transition_weights_``; this class turns inputs

@@ -199,6 +199,7 @@ class CRF(BaseCRF):
 
     def __init__(
         self,
+        *,
         algorithm="lbfgs",
         c1=0.0,
         c2=1.0,

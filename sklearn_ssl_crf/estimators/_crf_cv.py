@@ -102,6 +102,7 @@ training_log_, termination_condition_, vectorizer_
 
     def __init__(
         self,
+        *,
         c1="auto",
         c2="auto",
         cv=5,

@@ -216,6 +216,7 @@ vectorizer_
 
     def __init__(
         self,
+        *,
         gamma="auto",
         proportion_weight="auto",
         label_proportions=None,
@@ -457,6 +458,7 @@ transition_features_, size_, termination_condition_, vectorizer_
 
     def __init__(
         self,
+        *,
         gamma="auto",
         proportion_weight="auto",
         label_proportions=None,

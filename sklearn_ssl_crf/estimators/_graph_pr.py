@@ -243,6 +243,7 @@ vectorizer_
 
     def __init__(
         self,
+        *,
         graph="trigram",
         n_neighbors=None,
         word_key="word.lower",

@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..graph import SimilarityGraph, resolve_graph
 from ..utils import (
+    KeywordOnlyParameters,
     LabelledSequenceTagsMixin,
     SequenceMatrix,
     as_sequence_list,
@@ -32,7 +33,7 @@ from ._base import featurise_training_input
 __all__ = ["GraphPropagation"]
 
 
-class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
+class GraphPropagation(KeywordOnlyParameters, LabelledSequenceTagsMixin, BaseEstimator):
     """Graph propagation of token labels (He et al. 2013, equation 22; Zhu et al. 2003).
 
     Every vertex of a similarity graph holds a distribution over the labels. A vertex with
@@ -142,6 +143,7 @@ class GraphPropagation(LabelledSequenceTagsMixin, BaseEstimator):
 
     def __init__(
         self,
+        *,
         graph="trigram",
         n_neighbors=None,
         word_key="word.lower",

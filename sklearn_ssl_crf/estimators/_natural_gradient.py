@@ -208,6 +208,7 @@ state_features_, transition_features_, size_, vectorizer_
 
     def __init__(
         self,
+        *,
         update="arctan",
         eps=1.0,
         c2=1.0,

@@ -138,6 +138,7 @@ vectorizer_
 
     def __init__(
         self,
+        *,
         max_rounds=10,
         c1="auto",
         c2="auto",

@@ -12,11 +12,12 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import SequenceMatrix, SequenceTagsMixin
+from ..utils import KeywordOnlyParameters, SequenceMatrix, SequenceTagsMixin
 from ._encoding import ColumnCache, _encode, _growing_cache
 
 
-class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
+class SequenceVectorizer(KeywordOnlyParameters, SequenceTagsMixin, TransformerMixin,
+                         BaseEstimator):
     """Turn sequences of token feature dicts into a `SequenceMatrix`.
 
     Each token becomes one row of a sparse matrix whose columns are attributes. Attribute
@@ -89,7 +90,7 @@ class SequenceVectorizer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
 
     _token_kinds = ("dict",)
 
-    def __init__(self, min_freq=0):
+    def __init__(self, *, min_freq=0):
         self.min_freq = min_freq
 
     def fit(self, X, y=None):

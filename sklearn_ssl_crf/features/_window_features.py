@@ -14,7 +14,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ..datasets import iter_text
-from ..utils import SequenceTagsMixin
+from ..utils import KeywordOnlyParameters, SequenceTagsMixin
 from ._encoding import _check_corpus, _check_sequence
 from ._word_clusters import WordClusters
 
@@ -77,7 +77,7 @@ def _check_window(window):
     return int(window)
 
 
-class WindowFeatures(SequenceTagsMixin, TransformerMixin, BaseEstimator):
+class WindowFeatures(KeywordOnlyParameters, SequenceTagsMixin, TransformerMixin, BaseEstimator):
     """Standard token features from plain token sequences, in sklearn-crfsuite's format.
 
     Turns each token into a dict of features of the token and of its neighbours, ready for
@@ -172,6 +172,7 @@ class WindowFeatures(SequenceTagsMixin, TransformerMixin, BaseEstimator):
 
     def __init__(
         self,
+        *,
         window=1,
         suffixes=(2, 3),
         prefixes=(),

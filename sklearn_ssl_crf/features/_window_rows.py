@@ -6,11 +6,18 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ..utils import SequenceMatrix, SequenceTagsMixin, as_sequence_list, matrices_to_sequence_matrix
+from ..utils import (
+    KeywordOnlyParameters,
+    SequenceMatrix,
+    SequenceTagsMixin,
+    as_sequence_list,
+    matrices_to_sequence_matrix,
+)
 from ._window_features import _check_window
 
 
-class _StatelessTransformer(SequenceTagsMixin, TransformerMixin, BaseEstimator):
+class _StatelessTransformer(KeywordOnlyParameters, SequenceTagsMixin, TransformerMixin,
+                            BaseEstimator):
     """Base of the transformers that learn nothing: ``fit`` only checks the parameters
     (subclasses define ``_check_params``)."""
 
@@ -89,7 +96,7 @@ class WindowRows(_StatelessTransformer):
            [1, 3, 4, 5, 6, 0, 0, 0, 1]])
     """
 
-    def __init__(self, window=1, bias=True, bos_eos=True):
+    def __init__(self, *, window=1, bias=True, bos_eos=True):
         self.window = window
         self.bias = bias
         self.bos_eos = bos_eos

@@ -26,7 +26,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import SequenceTagsMixin
+from ..utils import KeywordOnlyParameters, SequenceTagsMixin
 
 # Tokens per block of the co-occurrence count: bounds the temporary arrays of `fit`.
 _BLOCK_TOKENS = 1 << 18
@@ -35,7 +35,7 @@ _BLOCK_TOKENS = 1 << 18
 _CONTEXT_SMOOTHING = 0.75
 
 
-class WordClusters(SequenceTagsMixin, TransformerMixin, BaseEstimator):
+class WordClusters(KeywordOnlyParameters, SequenceTagsMixin, TransformerMixin, BaseEstimator):
     """Distributional word clusters from unlabelled token sequences.
 
     Fitted on raw token sequences (labels are not used, so fit on the labelled and the
@@ -137,6 +137,7 @@ class WordClusters(SequenceTagsMixin, TransformerMixin, BaseEstimator):
 
     def __init__(
         self,
+        *,
         n_clusters=(64, 256, 1024),
         n_components=50,
         context_window=2,

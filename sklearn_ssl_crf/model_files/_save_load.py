@@ -288,13 +288,27 @@ def load(path, *, return_info=False, trusted=False):
             except Exception:  # any unpickling failure: not a file of ours
                 raise ValueError(f"{name} is not a {_PACKAGE} model file") from None
             _check_header(header, name)
-            model, info = joblib.load(file), header.get("info")
+            model, info = _unpickled_model(file, name, header), header.get("info")
     else:
         raise ValueError(f"{name} is not a {_PACKAGE} model file")
     if type(info) is not dict:
         raise ValueError(f"{name} is a damaged model file: its info is not a dict")
     check_loaded(model, name)
     return (model, dict(info)) if return_info else model
+
+
+def _unpickled_model(file, name, header):
+    """The model after the header of a pickle file; a pickle naming the package's modules
+    as they were before they moved (issue #41) is refused with a message saying so."""
+    try:
+        return joblib.load(file)
+    except (ModuleNotFoundError, AttributeError) as error:
+        if _PACKAGE not in str(error):
+            raise
+        raise ValueError(
+            f"{name} was pickled by {_PACKAGE} {header['version']} with modules that have "
+            f"moved since ({error}); load it with the release that wrote it and save it "
+            "as *.model, which does not depend on where the classes are") from None
 
 
 def _check_header(header, name):

@@ -3,6 +3,7 @@ threads, memory, files written atomically, interruptions."""
 
 from ._files import atomic_path
 from ._interruption import unchanged_on_failure, unfitted_on_failure
+from ._keyword_only import KeywordOnlyParameters
 from ._memory import release_freed_memory
 from ._memory_needs import check_fit_memory, check_memory
 from ._sequences import SequenceMatrix, UnlabeledSequences
@@ -26,10 +27,11 @@ from ._validation import (
 )
 
 __all__ = [
-    "LabelledSequenceTagsMixin", "MAX_FEATURE_VALUE", "SequenceMatrix", "SequenceTagsMixin",
-    "UnlabeledSequences", "as_sequence_list", "atomic_path", "check_feature_values",
-    "check_fit_memory", "check_labels", "check_memory", "concatenate_inputs", "encode_labels",
-    "feature_value_error", "is_matrix_input", "matrices_to_sequence_matrix", "not_sequences_error",
-    "release_freed_memory", "select_sequences", "sequence_lengths", "single_threaded_blas",
-    "stack_sequences", "unchanged_on_failure", "unfitted_on_failure", "unlabelled_input"
+    "KeywordOnlyParameters", "LabelledSequenceTagsMixin", "MAX_FEATURE_VALUE", "SequenceMatrix",
+    "SequenceTagsMixin", "UnlabeledSequences", "as_sequence_list", "atomic_path",
+    "check_feature_values", "check_fit_memory", "check_labels", "check_memory",
+    "concatenate_inputs", "encode_labels", "feature_value_error", "is_matrix_input",
+    "matrices_to_sequence_matrix", "not_sequences_error", "release_freed_memory",
+    "select_sequences", "sequence_lengths", "single_threaded_blas", "stack_sequences",
+    "unchanged_on_failure", "unfitted_on_failure", "unlabelled_input"
 ]
