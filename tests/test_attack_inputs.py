@@ -215,7 +215,7 @@ outcomes = {"status": status, "stderr": err.getvalue()}
 """
 
 
-def test_cli_stops_a_gzip_bomb_of_unlabelled_text(bomb, labelled):
+def test_cli_stops_a_gzip_bomb_of_unlabeled_text(bomb, labelled):
     outcome = _capped_outcomes(_CLI, argv=[
         "train", str(labelled), "--method", "entropy", "--unlabelled", str(bomb),
         "--c2", "1", "--gamma", "0.1", "--proportion-weight", "1", "--quiet"])
@@ -223,10 +223,10 @@ def test_cli_stops_a_gzip_bomb_of_unlabelled_text(bomb, labelled):
                        f"{LINE_LIMIT}; is it a text file of sentences?\n"}
 
 
-@pytest.mark.parametrize("unlabelled", [False, True])
-def test_cli_reads_dev_zero_up_to_the_line_limit(labelled, unlabelled):
+@pytest.mark.parametrize("unlabeled", [False, True])
+def test_cli_reads_dev_zero_up_to_the_line_limit(labelled, unlabeled):
     argv = (["train", str(labelled), "--method", "self-training", "--unlabelled", "/dev/zero"]
-            if unlabelled else ["train", "/dev/zero"])
+            if unlabeled else ["train", "/dev/zero"])
     outcome = _capped_outcomes(_CLI, argv=[*argv, "--quiet"])
     assert outcome == {"status": 2, "stderr": f"sklearn-ssl-crf train: error: /dev/zero, "
                        f"{LINE_LIMIT}; is it a text file of sentences?\n"}

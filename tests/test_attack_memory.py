@@ -196,14 +196,14 @@ def test_feature_values_that_swamp_the_optimiser_are_refused_at_fit(value):
 
 
 @pytest.mark.parametrize("value", [*TOO_LARGE, np.nan])
-def test_unlabelled_feature_matrices_are_checked_too(value):
+def test_unlabeled_feature_matrices_are_checked_too(value):
     X = [sp.csr_matrix([[1.0, 0.0], [0.0, 1.0]])]
-    unlabelled = SequenceMatrix(sp.csr_matrix([[1.0, 0.0], [0.0, 2.0], [0.0, value]]),
+    unlabeled = SequenceMatrix(sp.csr_matrix([[1.0, 0.0], [0.0, 2.0], [0.0, value]]),
                                 np.array([0, 1, 3]))
     with pytest.raises(ValueError, match=r"^X_unlabeled contains .* feature values: "
                        r"sequence 1, token 1: attribute 'column 1' has the"):
         EntropyRegularizedCRF(gamma=0.1, proportion_weight=1.0, c1=0.0, c2=1.0).fit(
-            X, [["A", "B"]], X_unlabeled=unlabelled)
+            X, [["A", "B"]], X_unlabeled=unlabeled)
 
 
 @pytest.mark.parametrize("value", TOO_LARGE)

@@ -33,9 +33,9 @@ def corpus(tmp_path_factory):
         "train": _write_columns(folder / "train.txt", X[:60], y[:60]),
         "dev": _write_columns(folder / "dev.txt", X[60:100], y[60:100]),
         "test": _write_columns(folder / "test.txt", X[100:160], y[100:160]),
-        "unlabelled": folder / "unlabelled.txt",
+        "unlabeled": folder / "unlabelled.txt",
     }
-    paths["unlabelled"].write_text("".join(" ".join(s) + "\n" for s in X[160:]))
+    paths["unlabeled"].write_text("".join(" ".join(s) + "\n" for s in X[160:]))
     return folder, paths
 
 
@@ -46,12 +46,12 @@ TRAIN_SETTINGS = ["--method", "entropy", "--gamma", "0.1", "--proportion-weight"
 def _python_api_model(paths):
     """The model `train` should build for TRAIN_SETTINGS, through the Python API."""
     X, y = read_columns(paths["train"], columns=[0, 1])
-    X_unlabelled = [[(w, w[:2]) for w in s] for s in read_text(paths["unlabelled"])]
-    features = WindowFeatures(window=1, suffixes=()).fit(X + X_unlabelled)
+    X_unlabeled = [[(w, w[:2]) for w in s] for s in read_text(paths["unlabeled"])]
+    features = WindowFeatures(window=1, suffixes=()).fit(X + X_unlabeled)
     estimator = EntropyRegularizedCRF(gamma=0.1, proportion_weight=10, c2=0.1,
                                       max_iterations=25, random_state=0)
     estimator.fit(features.transform(X), y,
-                  X_unlabeled=features.transform(X_unlabelled))
+                  X_unlabeled=features.transform(X_unlabeled))
     return Pipeline([("features", features), ("model", estimator)])
 
 
@@ -59,13 +59,13 @@ def _python_api_model(paths):
 def trained(corpus):
     """train through the real entry point (a new Python process), as a user runs it."""
     folder, paths = corpus
-    unlabelled_columns = folder / "unlabelled_columns.txt"
-    unlabelled_columns.write_text("".join(
-        "".join(f"{w} {w[:2]}\n" for w in s) + "\n" for s in read_text(paths["unlabelled"])))
+    unlabeled_columns = folder / "unlabelled_columns.txt"
+    unlabeled_columns.write_text("".join(
+        "".join(f"{w} {w[:2]}\n" for w in s) + "\n" for s in read_text(paths["unlabeled"])))
     model = folder / "model.model"
     result = subprocess.run(
         [sys.executable, "-m", "sklearn_ssl_crf", "train", str(paths["train"]),
-         "--unlabelled", str(unlabelled_columns), "--unlabelled-format", "columns",
+         "--unlabelled", str(unlabeled_columns), "--unlabelled-format", "columns",
          "--model", str(model), *TRAIN_SETTINGS],
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -78,7 +78,7 @@ def test_train_tag_evaluate_round_trip_matches_the_python_api(corpus, trained, c
     assert "iter    1" in train_run.stderr and "at most" in train_run.stderr  # progress
     assert "EntropyRegularizedCRF" in train_run.stdout  # the summary
     # The unlabelled file was streamed into the fit, and counted as it went.
-    assert f"{len(read_text(paths['unlabelled'])):,} unlabelled" in train_run.stdout
+    assert f"{len(read_text(paths['unlabeled'])):,} unlabelled" in train_run.stdout
 
     expected = _python_api_model(paths)
     loaded = load(model_path)
@@ -225,12 +225,12 @@ def test_word_only_model_tags_raw_text(corpus, tmp_path, capsys):
     _, paths = corpus
     model = tmp_path / "words.model"
     assert main(["train", str(paths["train"]), "--token-columns", "0", "--clusters",
-                 "--unlabelled", str(paths["unlabelled"]), "--method", "crf",
+                 "--unlabelled", str(paths["unlabeled"]), "--method", "crf",
                  "--max-iterations", "20", "--model", str(model), "--quiet"]) == 0
     capsys.readouterr()
-    assert main(["tag", str(model), str(paths["unlabelled"])]) == 0
+    assert main(["tag", str(model), str(paths["unlabeled"])]) == 0
     out = capsys.readouterr().out
-    sentences = read_text(paths["unlabelled"])
+    sentences = read_text(paths["unlabeled"])
     predicted = load(model).predict(sentences)
     assert [[line.split("\t") for line in block.split("\n")]
             for block in out.strip().split("\n\n")] == [
@@ -271,20 +271,20 @@ def test_bad_files_in_every_command(corpus, trained, tmp_path, capsys):
     for method in ("entropy", "graph-pr"):
         assert "latin1.txt, line 2: byte" in _run_error(
             capsys, ["train", str(paths["train"]), "--method", method, "--token-columns",
-                     "0", "--unlabelled", str(paths["unlabelled"]), str(undecodable),
+                     "0", "--unlabelled", str(paths["unlabeled"]), str(undecodable),
                      "--quiet"])
     empty = tmp_path / "empty.txt"
     empty.write_text("\n")
     assert "empty.txt: no sentences" in _run_error(
         capsys, ["train", str(paths["train"]), "--method", "self-training", "--token-columns",
-                 "0", "--unlabelled", str(paths["unlabelled"]), str(empty), "--quiet"])
+                 "0", "--unlabelled", str(paths["unlabeled"]), str(empty), "--quiet"])
     # The model was trained on (word, tag) tokens: raw words alone cannot be tagged.
     assert "trained on tokens of 2 columns" in _run_error(
-        capsys, ["tag", str(model), str(paths["unlabelled"])])
+        capsys, ["tag", str(model), str(paths["unlabeled"])])
     # Raw text holds words only; the labelled tokens have two columns.
     assert "the labelled tokens have 2 columns, the unlabelled ones 1" in _run_error(
         capsys, ["train", str(paths["train"]), "--method", "entropy",
-                 "--unlabelled", str(paths["unlabelled"])])
+                 "--unlabelled", str(paths["unlabeled"])])
     assert "not a sklearn_ssl_crf model file" in _run_error(
         capsys, ["tag", str(paths["train"]), str(paths["test"])])
     assert "missing.txt: no such file" in _run_error(
@@ -344,7 +344,7 @@ def test_console_script_is_installed():
     assert result.returncode == 0 and "--method" in result.stdout
 
 
-def test_demo_shows_the_unlabelled_gain(capsys):
+def test_demo_shows_the_unlabeled_gain(capsys):
     assert main([]) == 0  # the default command
     lines = capsys.readouterr().out.splitlines()
     rows = {line[:52].strip(): line[52:].split() for line in lines
@@ -418,7 +418,7 @@ def test_train_resumes_from_its_checkpoint(corpus, tmp_path, capsys, monkeypatch
     from sklearn_ssl_crf.parallel import ChunkedSequences
 
     folder, paths = corpus
-    command = ["train", str(paths["train"]), "--unlabelled", str(paths["unlabelled"]),
+    command = ["train", str(paths["train"]), "--unlabelled", str(paths["unlabeled"]),
                "--token-columns", "0", "--method", "entropy", "--cv", "2", "--c1", "0",
                "--max-iterations", "25", "--quiet"]
     assert main([*command, "--model", str(tmp_path / "reference.model")]) == 0

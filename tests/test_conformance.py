@@ -73,7 +73,7 @@ def _data():
         "rows": rows,
         "matrices": WindowRows().transform(rows),
     }
-    data = {kind: {"labelled": X[:12], "unlabelled": X[12:30], "test": X[30:]}
+    data = {kind: {"labelled": X[:12], "unlabeled": X[12:30], "test": X[30:]}
             for kind, X in kinds.items()}
     data["y"] = labels[:12]
     return data
@@ -138,9 +138,9 @@ def fit_arguments(case, kind=None):
     """The positional and keyword arguments of ``fit`` for the case, X of ``kind``."""
     X = DATA[kind or case.inputs]
     if not case.labelled:
-        return (X["labelled"] + X["unlabelled"],), {}
+        return (X["labelled"] + X["unlabeled"],), {}
     if case.semi_supervised:
-        return (X["labelled"], DATA["y"]), {"X_unlabeled": X["unlabelled"]}
+        return (X["labelled"], DATA["y"]), {"X_unlabeled": X["unlabeled"]}
     return (X["labelled"], DATA["y"]), {}
 
 
@@ -299,7 +299,7 @@ def _read_only(X):
 def test_read_only_matrix_input(case, dense):
     X = {part: [sp.csr_matrix(matrix).toarray() if dense else sp.csr_matrix(matrix)
                 for matrix in DATA[_matrix_kind(case)][part]]
-         for part in ("labelled", "unlabelled", "test")}
+         for part in ("labelled", "unlabeled", "test")}
     frozen = {part: _read_only(matrices) for part, matrices in X.items()}
     assert not any(matrix.flags.writeable if isinstance(matrix, np.ndarray)
                    else matrix.data.flags.writeable for matrix in frozen["test"])
@@ -307,9 +307,9 @@ def test_read_only_matrix_input(case, dense):
     for inputs in (X, frozen):
         estimator = clone(case.estimator).set_params(**case.matrix_params)
         if not case.labelled:
-            estimator.fit(inputs["labelled"] + inputs["unlabelled"])
+            estimator.fit(inputs["labelled"] + inputs["unlabeled"])
         elif case.semi_supervised:
-            estimator.fit(inputs["labelled"], DATA["y"], X_unlabeled=inputs["unlabelled"])
+            estimator.fit(inputs["labelled"], DATA["y"], X_unlabeled=inputs["unlabeled"])
         else:
             estimator.fit(inputs["labelled"], DATA["y"])
         results.append(outputs(estimator, inputs["test"]))

@@ -235,12 +235,12 @@ def test_marginals_as_arrays_are_the_dicts():
     assert crf.predict_marginals([[]], as_arrays=True)[0].shape == (0, len(crf.classes_))
 
 
-def test_unlabelled_sequences_are_skipped():
+def test_unlabeled_sequences_are_skipped():
     X, y = random_tagging_data(30)
-    with_unlabelled = CRF(c2=0.1).fit(X + X[:5], y + [None] * 5)
+    with_unlabeled = CRF(c2=0.1).fit(X + X[:5], y + [None] * 5)
     without = CRF(c2=0.1).fit(X, y)
-    np.testing.assert_allclose(with_unlabelled.transition_weights_, without.transition_weights_)
-    assert with_unlabelled.score(X + X[:5], y + [None] * 5) == without.score(X, y)
+    np.testing.assert_allclose(with_unlabeled.transition_weights_, without.transition_weights_)
+    assert with_unlabeled.score(X + X[:5], y + [None] * 5) == without.score(X, y)
 
 
 def test_single_label_class_is_allowed():
@@ -430,7 +430,7 @@ def test_lbfgs_history_after_rejected_pairs_matches_explicit_two_loop():
     np.testing.assert_allclose(history.apply_inverse_hessian(gradient), q, rtol=1e-12)
 
 
-def test_grid_search_with_span_scorer_and_unlabelled_sequences():
+def test_grid_search_with_span_scorer_and_unlabeled_sequences():
     """Scorers drop unlabelled sequences; CRF.fit skips them: CV works with y[i] = None."""
     from sklearn_ssl_crf.datasets import make_sequences
     from sklearn_ssl_crf.metrics import span_f1_scorer

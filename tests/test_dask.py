@@ -13,7 +13,7 @@ from test_graph_pr import word_graph
 from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, SelfTrainingCRF
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.features import SequenceVectorizer
-from sklearn_ssl_crf.objective._weights import chunk_unlabelled_terms
+from sklearn_ssl_crf.objective._weights import chunk_unlabeled_terms
 from sklearn_ssl_crf.parallel import ChunkedSequences, _backends, _chunked
 
 distributed = pytest.importorskip(
@@ -61,7 +61,7 @@ def test_chunk_sums_on_the_workers_equal_one_process(client, traffic, monkeypatc
     state = rng.normal(size=(sequences.n_features, 3))
     transition = rng.normal(size=(3, 3))
     local = ChunkedSequences(sequences, n_jobs=1, chunk_tokens=60)
-    expected = local.sum(chunk_unlabelled_terms, state, transition, "lattice")
+    expected = local.sum(chunk_unlabeled_terms, state, transition, "lattice")
     with parallel_config(backend="dask"):
         remote = ChunkedSequences(sequences, chunk_tokens=60)
     # No files: workers on other machines could not read them.
@@ -69,7 +69,7 @@ def test_chunk_sums_on_the_workers_equal_one_process(client, traffic, monkeypatc
     holders = {worker for worker, _, _ in remote._cluster.groups}
     assert len(holders) == 2
     for _ in range(3):
-        for one, other in zip(expected, remote.sum(chunk_unlabelled_terms, state, transition,
+        for one, other in zip(expected, remote.sum(chunk_unlabeled_terms, state, transition,
                                                    "lattice")):
             np.testing.assert_array_equal(one, other)
     # Each worker got its chunks once, two per message; three sums sent three tasks to each.

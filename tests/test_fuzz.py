@@ -162,18 +162,18 @@ SEQUENCE = st.lists(st.tuples(WORD, st.floats(-1e6, 1e6), LABEL), min_size=1, ma
 @settings(max_examples=max(EXAMPLES // 2, 10), deadline=None, derandomize=DERANDOMIZE,
           suppress_health_check=[HealthCheck.too_slow])
 @given(sequences=st.lists(SEQUENCE, min_size=1, max_size=6),
-       unlabelled=st.lists(st.booleans(), min_size=6, max_size=6))
+       unlabeled=st.lists(st.booleans(), min_size=6, max_size=6))
 # Found by this test: an unlabelled token of a large feature value drove a label's
 # predicted share to 0 at a line-search point, and the label-proportion penalty overflowed
 # into the entropy gradient (the infinite penalty now rejects the point quietly).
 @example(sequences=[[("a", 0.0, "O")], [("a", 0.0, "O"), ("a", 0.0, "B-X")],
                     [("a", 504.0, "O")]],
-         unlabelled=[False, False, True, False, False, False])
-def test_every_estimator_on_random_corpora(name, sequences, unlabelled):
+         unlabeled=[False, False, True, False, False, False])
+def test_every_estimator_on_random_corpora(name, sequences, unlabeled):
     X = [[{"w": word, "x": value, "bias": True} for word, value, _ in sequence]
          for sequence in sequences]
     y = [None if off and i else [label for _, _, label in sequence]
-         for i, (sequence, off) in enumerate(zip(sequences, unlabelled))]
+         for i, (sequence, off) in enumerate(zip(sequences, unlabeled))]
     try:
         model = ESTIMATORS[name]().fit(X, y)
     except (ValueError, TypeError) as error:
@@ -199,17 +199,17 @@ def test_every_estimator_on_random_corpora(name, sequences, unlabelled):
 @settings(max_examples=max(EXAMPLES // 2, 10), deadline=None, derandomize=DERANDOMIZE,
           suppress_health_check=[HealthCheck.too_slow])
 @given(sequences=st.lists(SEQUENCE, min_size=1, max_size=6),
-       unlabelled=st.lists(st.booleans(), min_size=6, max_size=6))
+       unlabeled=st.lists(st.booleans(), min_size=6, max_size=6))
 # Found by this test: a subnormal feature value made a subnormal edge weight, whose
 # 1 / degree overflowed (edges now need a normal similarity, `SMALLEST_SIMILARITY`).
 @example(sequences=[[("a", -1.0, "O"), ("b", -2.225073858507e-311, None)]],
-         unlabelled=[False] * 6)
-def test_graph_propagation_on_random_corpora(sequences, unlabelled):
+         unlabeled=[False] * 6)
+def test_graph_propagation_on_random_corpora(sequences, unlabeled):
     from sklearn_ssl_crf import GraphPropagation
 
     X = [[{"w": word, "x": value} for word, value, _ in sequence] for sequence in sequences]
     y = [None if off and i else [label for _, _, label in sequence]
-         for i, (sequence, off) in enumerate(zip(sequences, unlabelled))]
+         for i, (sequence, off) in enumerate(zip(sequences, unlabeled))]
     try:
         model = GraphPropagation(graph="knn", n_neighbors=2).fit(X, y)
     except (ValueError, TypeError) as error:

@@ -73,7 +73,7 @@ def tiny_problem():
     labelled = SequenceMatrix(sp.csr_matrix(rng.normal(size=(5, n_features))), [0, 2, 5])
     labelled_data = ChunkedSequences(labelled, rng.integers(0, n_labels, size=5), n_labels)
     fold = Fold(labelled_data, layout, c1=0.0, c2=0.1,
-                extra={"penalty": penalty, "unlabelled": data})
+                extra={"penalty": penalty, "unlabeled": data})
     em = ExpectationMaximisation(model, fold, 0.7)
     theta = rng.normal(size=layout.size)
     offsets = rng.normal(size=(4, n_labels))
@@ -126,7 +126,7 @@ def test_expected_features_kept_by_the_chunks_equal_a_new_pass(tiny_problem):
     log_z = em._likelihood_terms(theta).log_z
     kept = em._evaluate(theta, log_z, offsets)
     em._expected_features(kept)
-    assert not any(chunk.kept for chunk in em.unlabelled_data.chunks)
+    assert not any(chunk.kept for chunk in em.unlabeled_data.chunks)
     replaced = em._evaluate(theta, log_z, offsets)
     em._evaluate(theta, log_z, 2 * offsets)
     em._expected_features(replaced)
@@ -259,7 +259,7 @@ def test_lam_zero_gives_q_equal_to_p_theta(synthetic):
     assert model.transduction_[:30] == y_partial[:30]
 
 
-def test_no_penalty_and_no_unlabelled_weight_is_exactly_the_crf(synthetic):
+def test_no_penalty_and_no_unlabeled_weight_is_exactly_the_crf(synthetic):
     X, _, y_partial, graph = synthetic
     crf = CRF(c2=0.5).fit(X, y_partial)
     model = fixed(GraphPRCRF(graph=graph, lam=0.0, unlabeled_weight=0.0, c2=0.5)).fit(X, y_partial)
@@ -272,7 +272,7 @@ def test_no_penalty_and_no_unlabelled_weight_is_exactly_the_crf(synthetic):
     assert model.attributes_ == crf.attributes_
 
 
-def test_unlabelled_weight_zero_keeps_theta_but_q_uses_the_graph(synthetic):
+def test_unlabeled_weight_zero_keeps_theta_but_q_uses_the_graph(synthetic):
     X, _, y_partial, graph = synthetic
     crf = CRF().fit(X, y_partial)
     model = fixed(GraphPRCRF(graph=graph, lam=5.0, unlabeled_weight=0.0)).fit(X, y_partial)
@@ -323,7 +323,7 @@ def test_n_jobs_gives_the_same_model(synthetic, monkeypatch):
 
 # -- the estimator's conventions ----------------------------------------------------------
 
-def test_both_unlabelled_conventions_give_the_same_model(synthetic):
+def test_both_unlabeled_conventions_give_the_same_model(synthetic):
     X, _, y_partial, graph = synthetic
     inside = fixed(GraphPRCRF(graph=graph, em_iterations=2)).fit(X, y_partial)
     apart = fixed(GraphPRCRF(graph=graph, em_iterations=2)).fit(X[:30], y_partial[:30],
@@ -427,11 +427,11 @@ def test_handwriting_with_a_letter_graph(shared_data):
     types = sorted(set(words))[:20]
     members = [i for i, word in enumerate(words) if word in types]
     labelled = [members[[words[i] for i in members].index(word)] for word in types]
-    unlabelled = [i for i in members if i not in labelled][:300]
-    pool = [images[i].astype(float) for i in labelled + unlabelled]
+    unlabeled = [i for i in members if i not in labelled][:300]
+    pool = [images[i].astype(float) for i in labelled + unlabeled]
     X = WindowRows().fit_transform(pool)
-    y_partial = [labels[i] for i in labelled] + [None] * len(unlabelled)
-    gold = [labels[i] for i in unlabelled]
+    y_partial = [labels[i] for i in labelled] + [None] * len(unlabeled)
+    gold = [labels[i] for i in unlabeled]
     graph = knn_graph(pool, n_neighbors=20, min_similarity=0.3, self_weight=0.8)
     crf = CRF().fit(X, y_partial)
     model = fixed(GraphPRCRF(graph=graph, lam=1.0, em_iterations=3, em_tol=0.0)).fit(X, y_partial)

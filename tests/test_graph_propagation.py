@@ -185,18 +185,18 @@ def test_no_vertex_fallback_when_every_labelled_token_has_a_vertex():
 
 # --- input handling ---------------------------------------------------------------------
 
-def test_both_unlabelled_conventions_agree():
+def test_both_unlabeled_conventions_agree():
     X, y, graph, *_ = random_problem(3)
     X_extra = sequences_of([2, 1])
-    labelled, unlabelled = X[:1], X[1:] + X_extra
+    labelled, unlabeled = X[:1], X[1:] + X_extra
     n_tokens = graph.n_tokens + 3
     rng = np.random.default_rng(0)
     vertices = np.concatenate([graph.token_vertices, rng.integers(-1, 36, size=3)])
     graph = SimilarityGraph(graph.weights, vertices)
-    in_y = GraphPropagation(graph=graph).fit(labelled + unlabelled, y[:1] + [None] * 3)
-    separate = GraphPropagation(graph=graph).fit(labelled, y[:1], X_unlabeled=unlabelled)
+    in_y = GraphPropagation(graph=graph).fit(labelled + unlabeled, y[:1] + [None] * 3)
+    separate = GraphPropagation(graph=graph).fit(labelled, y[:1], X_unlabeled=unlabeled)
     stacked = SequenceMatrix(sp.csr_matrix(np.ones((n_tokens - 24, 1))),
-                             np.cumsum([0] + [len(x) for x in unlabelled]))
+                             np.cumsum([0] + [len(x) for x in unlabeled]))
     as_matrix = GraphPropagation(graph=graph).fit(labelled, y[:1], X_unlabeled=stacked)
     assert len(in_y.transduction_) == 4
     assert [len(labels) for labels in in_y.transduction_] == [24, 36, 2, 1]

@@ -441,7 +441,7 @@ def test_sequences_of_different_lengths_raise(metric):
 
 
 @pytest.mark.parametrize("metric", ALL_METRICS)
-def test_unlabelled_sequences_raise(metric):
+def test_unlabeled_sequences_raise(metric):
     with pytest.raises(ValueError, match=r"y_true\[1\] is None"):
         metric([["O"], None], [["O"], ["O"]])
 
@@ -481,7 +481,7 @@ Y_LABELS = [["B-NP", "O"], None, ["O", "B-NP", "I-NP"], None]
                                             average="weighted", zero_division=0)),
     ],
 )  # fmt: skip
-def test_scorers_drop_unlabelled_sequences_from_list(scorer, expected):
+def test_scorers_drop_unlabeled_sequences_from_list(scorer, expected):
     tagger = RecordingTagger()
     assert scorer(tagger, X_TOKENS, Y_LABELS) == pytest.approx(expected)
     assert tagger.seen_ == [X_TOKENS[0], X_TOKENS[2]]

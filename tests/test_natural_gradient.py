@@ -402,9 +402,9 @@ def test_full_batch_loss_is_minus_the_entropy_objective(synthetic):
 
     layout = WeightLayout(model.num_attributes_, len(index))
     labelled = ChunkedSequences(sequences[np.arange(30)], codes, len(index))
-    unlabelled = ChunkedSequences(sequences[np.arange(30, 70)])
+    unlabeled = ChunkedSequences(sequences[np.arange(30, 70)])
     fold = Fold(labelled, layout, c1=0.0, c2=0.0, extra={"target": model.target_proportions_})
-    objective, _ = reference._semi_supervised_objective(fold, unlabelled, 0.3, 2.0)
+    objective, _ = reference._semi_supervised_objective(fold, unlabeled, 0.3, 2.0)
     value, gradient = objective(layout.pack(theta_state, theta_transition))
     assert loss == pytest.approx(value, rel=1e-10)
     full = np.zeros_like(theta_state)
@@ -439,7 +439,7 @@ def test_batches_keep_their_composition_and_cover_every_sequence_once(synthetic)
     assert all(high <= next_low for (_, high), (next_low, _) in zip(spans, spans[1:]))
 
 
-def test_semi_supervised_training_uses_unlabelled_sequences(synthetic):
+def test_semi_supervised_training_uses_unlabeled_sequences(synthetic):
     X, y, X_unlabeled, _ = synthetic
     plain = NaturalGradientCRF(max_iterations=3, eta0=0.1, random_state=0).fit(
         X[:40], y[:40], X_unlabeled=X_unlabeled)

@@ -9,7 +9,7 @@ from joblib import Parallel, delayed, parallel_config
 
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.features import SequenceVectorizer
-from sklearn_ssl_crf.objective._weights import chunk_unlabelled_terms
+from sklearn_ssl_crf.objective._weights import chunk_unlabeled_terms
 from sklearn_ssl_crf.parallel import ChunkedSequences
 from sklearn_ssl_crf.parallel._chunked import _chunk_bounds
 
@@ -30,7 +30,7 @@ def test_worker_processes_give_the_same_sums_and_clean_up():
     for n_jobs in (1, 2, 3):
         data = ChunkedSequences(sequences, n_jobs=n_jobs, chunk_tokens=100)
         assert len(data.chunks) > 6
-        sums[n_jobs] = data.sum(chunk_unlabelled_terms, state, transition, "lattice")
+        sums[n_jobs] = data.sum(chunk_unlabeled_terms, state, transition, "lattice")
         # Every chunk is added once, whatever the share of the work.
         n_tokens, row_sums = data.sum(_chunk_rows, state)
         assert n_tokens == sequences.n_tokens

@@ -131,7 +131,7 @@ def test_classes_never_hold_none_and_score_skips_unknown_labels():
         CRF(max_iterations=2).fit(X[:40], y[:40], X_dev=X[40:], y_dev=partial[40:])
 
 
-def test_a_sequence_without_known_labels_is_unlabelled():
+def test_a_sequence_without_known_labels_is_unlabeled():
     X, y, _ = partial_corpus()
     X, y = X[:40], y[:40]
     unknown = [None] * len(X[5])
@@ -246,7 +246,7 @@ def test_restricted_order_two_with_unreachable_known_labels_says_so():
     CRF(order=2, max_iterations=3).fit(X, y)  # every pair allowed: fine
 
 
-def test_graph_propagation_treats_unknown_labels_as_unlabelled_tokens():
+def test_graph_propagation_treats_unknown_labels_as_unlabeled_tokens():
     """Propagation over a token graph does not see the sequences: a token of unknown label
     in a labelled sequence is the same as the token alone in an unlabelled sequence."""
     from sklearn_ssl_crf import GraphPropagation

@@ -202,7 +202,7 @@ def test_bad_sample_weight(kwargs, error, message):
         CRF(max_iterations=2).fit(X, y, **kwargs)
 
 
-def test_unlabelled_sequences_must_weigh_one():
+def test_unlabeled_sequences_must_weigh_one():
     X, y, X_more, _ = corpus()
     weights = np.ones(40)
     weights[35] = 2.0

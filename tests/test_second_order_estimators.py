@@ -69,7 +69,7 @@ def test_likelihood_gradient_matches_finite_differences(all_possible):
     finite_difference_check(objective, rng.normal(size=layout.size), rng)
 
 
-def test_unlabelled_terms_gradients_match_finite_differences():
+def test_unlabeled_terms_gradients_match_finite_differences():
     sequences, _, layout = order_two_problem()
     packed = PackedSequences(sequences.matrix, sequences.lengths)
     rng = np.random.default_rng(2)
@@ -284,11 +284,11 @@ def test_restricted_entropy_weight_zero_is_the_supervised_restricted_model():
     # Unlabelled sequences with words of their own: the supervised fit runs on the
     # labelled sequences' attributes only, over the same restricted chain.
     X, y = sparse_tagging_data(15, seed=4)
-    X_unlabelled = [[{"w": f"u{i}{j}"} for j in range(4)] for i in range(20)]
+    X_unlabeled = [[{"w": f"u{i}{j}"} for j in range(4)] for i in range(20)]
     params = dict(order=2, c2=0.1, c2_transitions=0.01, all_possible_transitions=False)
     supervised = CRF(**params).fit(X, y)
     regularised = fixed(EntropyRegularizedCRF(gamma=0.0, **params)).fit(
-        X + X_unlabelled, y + [None] * len(X_unlabelled))
+        X + X_unlabeled, y + [None] * len(X_unlabeled))
     np.testing.assert_array_equal(regularised.allowed_transitions_,
                                   supervised.allowed_transitions_)
     np.testing.assert_allclose(regularised.trigram_weights_, supervised.trigram_weights_,

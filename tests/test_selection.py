@@ -119,7 +119,7 @@ def test_natural_gradient_keeps_its_best_semi_supervised_epoch_on_dev(synthetic,
     assert score == pytest.approx(max(scores)) and score >= scores[0]
 
 
-def test_no_unlabelled_term_selects_as_crfcv(synthetic):
+def test_no_unlabeled_term_selects_as_crfcv(synthetic):
     """With both strengths 0 the path is CRFCV's: the same folds, the same priors, the same
     weights (iteration 0 is the only iterate)."""
     X, y = synthetic
@@ -316,7 +316,7 @@ def test_clear_errors(synthetic, setup, message):
         estimator.fit(X[:30], labels, **arguments)
 
 
-def test_unlabelled_data_and_dev_set_are_keyword_only(synthetic):
+def test_unlabeled_data_and_dev_set_are_keyword_only(synthetic):
     X, y = synthetic
     with pytest.raises(TypeError, match="positional"):
         EntropyRegularizedCRF().fit(X[:10], y[:10], X[10:20])

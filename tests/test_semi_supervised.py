@@ -18,7 +18,7 @@ def synthetic():
     return X[:60], y[:60], X[60:200], X[200:], y[200:]
 
 
-def test_no_unlabelled_terms_is_exactly_the_supervised_crf(synthetic):
+def test_no_unlabeled_terms_is_exactly_the_supervised_crf(synthetic):
     X, y, X_unlabeled, _, _ = synthetic
     crf = CRF(c2=0.5).fit(X, y)
     ssl = fixed(EntropyRegularizedCRF(gamma=0.0, proportion_weight=0.0, c2=0.5)).fit(
@@ -49,7 +49,7 @@ def test_full_objective_and_its_gradient(order, method, gamma, weight):
     fold = model._fold(problem, np.arange(problem.n_labelled))
     model._set_priors(fold, {"c1": 0.0, "c2": 0.3})
     objective, parts = model._semi_supervised_objective(
-        fold, problem.extra["unlabelled"], gamma, weight)
+        fold, problem.extra["unlabeled"], gamma, weight)
     theta = np.random.default_rng(0).normal(scale=0.5, size=fold.layout.size)
     value, gradient = objective(theta)
 
@@ -87,7 +87,7 @@ def test_label_proportion_term_moves_predictions_towards_the_target(synthetic):
     assert kl[1] < 0.5 * kl[0]
 
 
-def test_both_unlabelled_conventions_give_the_same_model(synthetic):
+def test_both_unlabeled_conventions_give_the_same_model(synthetic):
     X, y, X_unlabeled, _, _ = synthetic
     params = {"gamma": 0.1, "proportion_weight": 1.0}
     separate = fixed(EntropyRegularizedCRF(**params)).fit(X, y, X_unlabeled=X_unlabeled)
@@ -133,7 +133,7 @@ def test_dev_set_keeps_the_best_iterate(synthetic):
     assert model.n_iter_ == len(scores) - 1 >= model.best_iteration_
 
 
-def test_grid_search_over_gamma_with_unlabelled_sequences_in_y(synthetic):
+def test_grid_search_over_gamma_with_unlabeled_sequences_in_y(synthetic):
     X, y, X_unlabeled, _, _ = synthetic
     search = GridSearchCV(fixed(EntropyRegularizedCRF(max_iterations=20)),
                           {"gamma": [0.0, 0.1]}, cv=2, scoring=span_f1_scorer)
@@ -202,7 +202,7 @@ def test_self_training_stops_when_pseudo_labels_are_a_fixed_point(synthetic):
 
 
 @pytest.mark.realdata
-def test_unlabelled_terms_fall_on_bc2gm(shared_data):
+def test_unlabeled_terms_fall_on_bc2gm(shared_data):
     """Real subset: 100 labelled and 300 unlabelled BC2GM sentences, both unlabelled terms.
     From the supervised start the phase lowers the unlabelled entropy (1,103 to 806 nats
     when written) and the label proportions' KL (0.0078 to 0.0006)."""

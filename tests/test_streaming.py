@@ -63,30 +63,30 @@ def test_vocabulary_and_rows_do_not_depend_on_the_blocks(min_freq):
 
 def test_a_generator_a_text_file_and_a_list_give_the_same_model(words, small_blocks,
                                                                    tmp_path):
-    X, y, unlabelled = words
+    X, y, unlabeled = words
     features = WindowFeatures().fit(X)
     Xf = features.transform(X)
     params = {"gamma": 0.1, "proportion_weight": 1.0, "max_iterations": 20}
     listed = fixed(EntropyRegularizedCRF(**params)).fit(
-        Xf, y, X_unlabeled=features.transform(unlabelled))
+        Xf, y, X_unlabeled=features.transform(unlabeled))
     generated = fixed(EntropyRegularizedCRF(**params)).fit(
-        Xf, y, X_unlabeled=features.transform(iter(unlabelled)))
+        Xf, y, X_unlabeled=features.transform(iter(unlabeled)))
     path = tmp_path / "raw.txt"
     # Blank lines are skipped, as read_text skips them.
-    path.write_text("\n\n".join(" ".join(sentence) for sentence in unlabelled) + "\n",
+    path.write_text("\n\n".join(" ".join(sentence) for sentence in unlabeled) + "\n",
                     encoding="utf-8")
     # A path is read by the featurizer, lazily, anew at every iteration (so that every fit
     # of a search reads the whole file), and has no length (so that a search passes it on
     # whole); a generator over the file is read once.
     streamed = features.transform(path)
     assert not hasattr(streamed, "__len__") and iter(streamed) is not streamed
-    assert list(streamed) == list(streamed) == features.transform(unlabelled)
+    assert list(streamed) == list(streamed) == features.transform(unlabeled)
     from_path = fixed(EntropyRegularizedCRF(**params)).fit(Xf, y,
                                                     X_unlabeled=features.transform(path))
     from_file = fixed(EntropyRegularizedCRF(**params)).fit(
         Xf, y, X_unlabeled=features.transform(iter_text(path)))
     inline = fixed(EntropyRegularizedCRF(**params)).fit(
-        Xf + features.transform(unlabelled), y + [None] * len(unlabelled))
+        Xf + features.transform(unlabeled), y + [None] * len(unlabeled))
     assert listed.n_iter_ > 5
     for model in (generated, from_path, from_file, inline):
         assert model.attributes_ == listed.attributes_
@@ -101,13 +101,13 @@ def test_a_generator_a_text_file_and_a_list_give_the_same_model(words, small_blo
     lambda: fixed(GraphPRCRF(max_iterations=10, em_iterations=2, n_neighbors=5)),
 ], ids=["self-training", "natural-gradient", "graph-pr"])
 def test_every_semi_supervised_estimator_takes_a_stream(make_model, words, small_blocks):
-    X, y, unlabelled = words
+    X, y, unlabeled = words
     features = WindowFeatures().fit(X)
     Xf = features.transform(X)
-    listed = make_model().fit(Xf, y, X_unlabeled=features.transform(unlabelled))
-    generated = make_model().fit(Xf, y, X_unlabeled=features.transform(iter(unlabelled)))
-    inline = make_model().fit(Xf + features.transform(unlabelled),
-                              y + [None] * len(unlabelled))
+    listed = make_model().fit(Xf, y, X_unlabeled=features.transform(unlabeled))
+    generated = make_model().fit(Xf, y, X_unlabeled=features.transform(iter(unlabeled)))
+    inline = make_model().fit(Xf + features.transform(unlabeled),
+                              y + [None] * len(unlabeled))
     for model in (generated, inline):
         assert model.attributes_ == listed.attributes_
         np.testing.assert_array_equal(model.state_weights_, listed.state_weights_)
@@ -121,14 +121,14 @@ def test_every_semi_supervised_estimator_takes_a_stream(make_model, words, small
                     reason="Pipeline(transform_input=...) needs scikit-learn >= 1.6")
 def test_a_pipeline_featurises_a_text_file_given_as_x_unlabeled(words, small_blocks,
                                                                 tmp_path):
-    X, y, unlabelled = words
+    X, y, unlabeled = words
     path = tmp_path / "raw.txt"
-    path.write_text("\n".join(" ".join(sentence) for sentence in unlabelled) + "\n",
+    path.write_text("\n".join(" ".join(sentence) for sentence in unlabeled) + "\n",
                     encoding="utf-8")
     params = {"gamma": 0.1, "proportion_weight": 1.0, "max_iterations": 20}
     features = WindowFeatures().fit(X)
     direct = fixed(EntropyRegularizedCRF(**params)).fit(features.transform(X), y,
-                                                 X_unlabeled=features.transform(unlabelled))
+                                                 X_unlabeled=features.transform(unlabeled))
     with sklearn.config_context(enable_metadata_routing=True):
         pipeline = Pipeline(
             [("features", WindowFeatures()),
@@ -150,8 +150,8 @@ def test_a_pipeline_featurises_a_text_file_given_as_x_unlabeled(words, small_blo
 
 
 def test_feature_matrices_stream_too(words, small_blocks):
-    X, y, unlabelled = words
-    vectorizer = SequenceVectorizer().fit(WindowFeatures().fit_transform(X + unlabelled))
+    X, y, unlabeled = words
+    vectorizer = SequenceVectorizer().fit(WindowFeatures().fit_transform(X + unlabeled))
     features = WindowFeatures().fit(X)
 
     def matrices(sequences):
@@ -161,13 +161,13 @@ def test_feature_matrices_stream_too(words, small_blocks):
 
     params = {"gamma": 0.1, "max_iterations": 10}
     listed = fixed(SemiSupervisedCRF(**params)).fit(matrices(X), y,
-                                                    X_unlabeled=matrices(unlabelled))
+                                                    X_unlabeled=matrices(unlabeled))
     generated = fixed(SemiSupervisedCRF(**params)).fit(matrices(X), y,
-                                                X_unlabeled=iter(matrices(unlabelled)))
+                                                X_unlabeled=iter(matrices(unlabeled)))
     np.testing.assert_array_equal(generated.state_weights_, listed.state_weights_)
     with pytest.raises(ValueError, match="X has .* attributes per token but X_unlabeled has"):
         fixed(SemiSupervisedCRF(**params)).fit(matrices(X), y,
-                                        X_unlabeled=(m[:, :5] for m in matrices(unlabelled)))
+                                        X_unlabeled=(m[:, :5] for m in matrices(unlabeled)))
 
 
 class _Sentence(list):
@@ -190,9 +190,9 @@ class _Sentence(list):
     NaturalGradientCRF(gamma=0.1, max_iterations=1, random_state=0),
 ], ids=lambda model: type(model).__name__)
 def test_a_stream_is_held_one_block_at_a_time(model, words, small_blocks):
-    X, y, unlabelled = words
+    X, y, unlabeled = words
     features = WindowFeatures().fit(X)
-    stream = (_Sentence(features.transform([sentence])[0]) for sentence in unlabelled)
+    stream = (_Sentence(features.transform([sentence])[0]) for sentence in unlabeled)
     _Sentence.alive = _Sentence.peak = 0
     model.fit(features.transform(X), y, X_unlabeled=stream)
     # 220 sentences went through, never more than one block of 7 (and the one being read).
@@ -201,9 +201,9 @@ def test_a_stream_is_held_one_block_at_a_time(model, words, small_blocks):
 
 
 def test_a_bad_line_of_a_streamed_text_file_is_named(words, tmp_path):
-    X, y, unlabelled = words
+    X, y, unlabeled = words
     path = tmp_path / "raw.txt"
-    lines = [" ".join(sentence).encode() for sentence in unlabelled[:5]]
+    lines = [" ".join(sentence).encode() for sentence in unlabeled[:5]]
     lines[3] = b"w001 \xff w002"
     path.write_bytes(b"\n".join(lines) + b"\n")
     features = WindowFeatures().fit(X)
@@ -219,7 +219,7 @@ def test_a_bad_line_of_a_streamed_text_file_is_named(words, tmp_path):
 
 
 def test_a_stream_of_dicts_must_match_dict_input(words):
-    X, y, unlabelled = words
+    X, y, unlabeled = words
     features = WindowFeatures().fit(X)
     with pytest.raises(TypeError, match="X_unlabeled must be an iterable of sequences"):
         fixed(EntropyRegularizedCRF()).fit(features.transform(X), y, X_unlabeled=42)
@@ -228,13 +228,13 @@ def test_a_stream_of_dicts_must_match_dict_input(words):
                                     X_unlabeled=iter(["not a tokenised sentence"]))
 
 
-def test_a_search_gives_every_fit_all_the_unlabelled_sequences(words, tmp_path):
+def test_a_search_gives_every_fit_all_the_unlabeled_sequences(words, tmp_path):
     """scikit-learn's model selection splits a fit parameter of X's length like X: wrapped
     in UnlabeledSequences, or given as a file's features, X_unlabeled reaches every fit
     whole; a generator read by an earlier fit is refused rather than silently empty."""
-    X, y, unlabelled = words
+    X, y, unlabeled = words
     features = WindowFeatures().fit(X)
-    Xf, Uf = features.transform(X[:40]), features.transform(unlabelled[:40])
+    Xf, Uf = features.transform(X[:40]), features.transform(unlabeled[:40])
     seen = []
 
     class Recording(EntropyRegularizedCRF):
@@ -252,12 +252,12 @@ def test_a_search_gives_every_fit_all_the_unlabelled_sequences(words, tmp_path):
     search.fit(Xf, y[:40], X_unlabeled=UnlabeledSequences(Uf))
     assert seen == [40] * 7  # 6 fits and the refit
     path = tmp_path / "raw.txt"
-    path.write_text("".join(" ".join(sentence) + "\n" for sentence in unlabelled[:40]),
+    path.write_text("".join(" ".join(sentence) + "\n" for sentence in unlabeled[:40]),
                     encoding="utf-8")
     seen.clear()
     search.fit(Xf, y[:40], X_unlabeled=UnlabeledSequences(features.transform(path)))
     assert seen == [40] * 7
-    stream = features.transform(iter(unlabelled[:40]))
+    stream = features.transform(iter(unlabeled[:40]))
     with pytest.raises(ValueError, match="an earlier fit has already read"):
         GridSearchCV(fixed(EntropyRegularizedCRF(max_iterations=2)), {"gamma": [0.0]}, cv=2,
                      error_score="raise").fit(

@@ -252,9 +252,9 @@ SEMI_SUPERVISED_ESTIMATORS = [
 
 @pytest.mark.parametrize("make_estimator", SEMI_SUPERVISED_ESTIMATORS,
                          ids=["entropy", "natural-gradient", "graph-pr"])
-def test_pipeline_learns_clusters_from_the_unlabelled_sentences_of_x(corpus, make_estimator):
+def test_pipeline_learns_clusters_from_the_unlabeled_sentences_of_x(corpus, make_estimator):
     class_of = {w: cls for cls, words in WORD_CLASSES.items() for w in words}
-    labelled, unlabelled = corpus[:20], corpus[20:600]
+    labelled, unlabeled = corpus[:20], corpus[20:600]
     y = [[class_of[w] for w in s] for s in labelled]
     params = dict(n_clusters=(5,), n_components=10, random_state=0)
     window = dict(window=0, suffixes=(), word_shape=False)
@@ -262,15 +262,15 @@ def test_pipeline_learns_clusters_from_the_unlabelled_sentences_of_x(corpus, mak
         ("features", WindowFeatures(**window, clusters=WordClusters(**params))),
         ("crf", make_estimator()),
     ])
-    pipeline.fit(labelled + unlabelled, y + [None] * len(unlabelled))
+    pipeline.fit(labelled + unlabeled, y + [None] * len(unlabeled))
     fitted_clusters = pipeline.named_steps["features"].clusters_
-    only_unlabelled = {w for s in unlabelled for w in s} - {w for s in labelled for w in s}
-    assert only_unlabelled and only_unlabelled <= set(fitted_clusters.vocabulary_)
+    only_unlabeled = {w for s in unlabeled for w in s} - {w for s in labelled for w in s}
+    assert only_unlabeled and only_unlabeled <= set(fitted_clusters.vocabulary_)
     # The same as fitting the steps by hand on every sentence of X.
     features = WindowFeatures(**window, clusters=WordClusters(**params).fit(
-        labelled + unlabelled))
+        labelled + unlabeled))
     model = make_estimator().fit(features.transform(labelled), y,
-                                 X_unlabeled=features.transform(unlabelled))
+                                 X_unlabeled=features.transform(unlabeled))
     test = class_corpus(50, seed=1)
     assert pipeline.predict(test) == model.predict(features.transform(test))
 

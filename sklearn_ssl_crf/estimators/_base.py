@@ -27,7 +27,7 @@ from ..utils import (
     select_sequences,
     sequence_lengths,
     single_threaded_blas,
-    unlabelled_input,
+    unlabeled_input,
 )
 from ._contributions import ContributionsMixin
 from ._label_constraints import known_label_mask, resolve_constraints
@@ -35,7 +35,7 @@ from ._prediction import decode, posterior_marginals
 from ._sample_weights import labelled_weights, resolve_class_weight
 from ._uncertainty import UncertaintyMixin, per_sequence
 
-__all__ = ["BaseCRF", "featurise_training_input", "unlabelled_sequences"]
+__all__ = ["BaseCRF", "featurise_training_input", "unlabeled_sequences"]
 
 
 def featurise_training_input(X, min_freq=0, stream=()):
@@ -57,7 +57,7 @@ def featurise_training_input(X, min_freq=0, stream=()):
     X = as_sequence_list(X)
     if len(X) == 0:
         raise ValueError("X is empty: fit needs at least one labelled sequence")
-    stream = unlabelled_input(stream, X)
+    stream = unlabeled_input(stream, X)
     if isinstance(stream, (str, bytes, dict)) or not hasattr(stream, "__iter__"):
         raise not_sequences_error(stream, "X_unlabeled", "an iterable of sequences")
     if isinstance(stream, SequenceMatrix):
@@ -102,11 +102,11 @@ def _check_block(block, n_features):
     return block
 
 
-def unlabelled_sequences(sequences, labelled):
+def unlabeled_sequences(sequences, labelled):
     """Indices of the non-empty sequences of a `SequenceMatrix` that are not in
     ``labelled``."""
-    unlabelled = np.setdiff1d(np.arange(len(sequences)), labelled)
-    return unlabelled[sequences.lengths[unlabelled] > 0]
+    unlabeled = np.setdiff1d(np.arange(len(sequences)), labelled)
+    return unlabeled[sequences.lengths[unlabeled] > 0]
 
 
 class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin,
@@ -185,18 +185,18 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
                   for block in blocks]
         return sequences, labelled, codes, blocks
 
-    def _check_fit_memory(self, lengths, n_unlabelled=0):
+    def _check_fit_memory(self, lengths, n_unlabeled=0):
         """Refuse, before any array of its size exists, a fit that needs more memory than
         the process can have (`check_fit_memory`), from ``classes_``, ``num_attributes_``,
         the lengths of the labelled sequences and the number of unlabelled tokens."""
         check_fit_memory(len(self.classes_), self.num_attributes_,
-                         self._work_tokens(lengths, n_unlabelled), self._weight_copies(),
+                         self._work_tokens(lengths, n_unlabeled), self._weight_copies(),
                          order=self.order, all_possible_states=self.all_possible_states,
                          all_possible_transitions=self.all_possible_transitions)
 
-    def _work_tokens(self, lengths, n_unlabelled):
+    def _work_tokens(self, lengths, n_unlabeled):
         """Tokens whose lattices the fit holds at once at least, of the labelled sequences
-        of ``lengths`` or the ``n_unlabelled`` unlabelled tokens."""
+        of ``lengths`` or the ``n_unlabeled`` unlabelled tokens."""
         raise NotImplementedError
 
     def _weight_copies(self):
@@ -425,7 +425,7 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
         if labelled.size == 0:
             raise ValueError("y has no labelled sequence to score")
         weights = labelled_weights(sample_weight, len(lengths), labelled,
-                                   unlabelled_ones=False)
+                                   unlabeled_ones=False)
         predicted = chain.from_iterable(self.predict(select_sequences(X, labelled)))
         gold = chain.from_iterable(y[i] for i in labelled)
         token_weights = (np.ones(int(lengths[labelled].sum())) if weights is None

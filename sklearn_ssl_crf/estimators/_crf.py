@@ -332,11 +332,11 @@ class CRF(BaseCRF):
         per_label = 4 if self.all_possible_transitions else 12
         return max(1000, CHUNK_TOKENS * per_label // len(self.classes_))
 
-    def _work_tokens(self, lengths, n_unlabelled):
+    def _work_tokens(self, lengths, n_unlabeled):
         # `ChunkedSequences` cuts n tokens into ceil(n / chunk) chunks: the largest holds
         # at least their mean.
         chunk = self._chunk_tokens() or CHUNK_TOKENS
-        return max((n / -(-n // chunk) for n in (int(np.sum(lengths)), n_unlabelled) if n),
+        return max((n / -(-n // chunk) for n in (int(np.sum(lengths)), n_unlabeled) if n),
                    default=0)
 
     def _weight_copies(self):

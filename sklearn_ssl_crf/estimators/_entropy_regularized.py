@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import StrOptions
 from ..objective import entropy_regularised_objective
 from ..training import LoggingCallback, Phase
 from ..utils import unfitted_on_failure
-from ._base import unlabelled_sequences
+from ._base import unlabeled_sequences
 from ._semi_supervised_path import SELECTABLE, SemiSupervisedPath
 
 __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]
@@ -314,12 +314,12 @@ vectorizer_
                 "entropy_gradient='covariance' (Jiao et al.'s nested dynamic program) is "
                 "first-order only; use order=1, or entropy_gradient='lattice', which gives "
                 "the same gradient at any order")
-        unlabelled = unlabelled_sequences(sequences, labelled)
+        unlabeled = unlabeled_sequences(sequences, labelled)
         # The chunks take the blocks from the list, freeing each once packed.
-        streamed.insert(0, sequences[unlabelled])
+        streamed.insert(0, sequences[unlabeled])
         problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight)
         del sequences
-        problem.extra["unlabelled"] = self._chunked(streamed)
+        problem.extra["unlabeled"] = self._chunked(streamed)
         return problem
 
     def _fold(self, problem, train):
@@ -331,12 +331,12 @@ vectorizer_
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                on_iteration):
-        unlabelled = problem.extra["unlabelled"]
+        unlabeled = problem.extra["unlabeled"]
         gamma, weight = strength["gamma"], strength["proportion_weight"]
         start = on_iteration(0, theta)
-        if not unlabelled.chunks or (gamma == 0 and weight == 0) or max_iterations == 0:
+        if not unlabeled.chunks or (gamma == 0 and weight == 0) or max_iterations == 0:
             return Phase(theta, [dict(start, num=0, phase="semi-supervised")], 0)
-        objective, parts = self._semi_supervised_objective(fold, unlabelled, gamma, weight)
+        objective, parts = self._semi_supervised_objective(fold, unlabeled, gamma, weight)
         objective(theta)  # iteration 0's entry: the objective's parts at the start
         log = [dict(parts, num=0, phase="semi-supervised", **start)]
         result = self._minimize(objective, theta, LoggingCallback(on_iteration, parts),
@@ -348,11 +348,11 @@ vectorizer_
     def _finish(self, problem, fold, result):
         self.target_proportions_ = fold.extra["target"]
 
-    def _semi_supervised_objective(self, fold, unlabelled_data, gamma, weight):
+    def _semi_supervised_objective(self, fold, unlabeled_data, gamma, weight):
         """``theta -> (value, gradient)`` of minus the full objective, and a dict holding the
         parts of the last evaluation."""
         return entropy_regularised_objective(
-            fold.labelled, unlabelled_data, fold.layout, fold.l2_strengths(),
+            fold.labelled, unlabeled_data, fold.layout, fold.l2_strengths(),
             fold.extra["target"], gamma, weight, self.entropy_gradient)
 
 

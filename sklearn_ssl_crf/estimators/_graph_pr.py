@@ -39,7 +39,7 @@ from ..graph import SimilarityGraph, resolve_graph
 from ..objective import GraphLaplacianPenalty
 from ..training import ExpectationMaximisation
 from ..utils import concatenate_inputs, single_threaded_blas, unfitted_on_failure
-from ._base import unlabelled_sequences
+from ._base import unlabeled_sequences
 from ._semi_supervised_path import SELECTABLE, SemiSupervisedPath
 
 
@@ -356,7 +356,7 @@ vectorizer_
         problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight,
                                          n_given)
         problem.extra.update(sequences=sequences, labelled_index=labelled, y=y,
-                             unlabelled_index=unlabelled_sequences(sequences, labelled))
+                             unlabeled_index=unlabeled_sequences(sequences, labelled))
         return problem
 
     def _fold(self, problem, train):
@@ -366,17 +366,17 @@ vectorizer_
         extra = problem.extra
         sequences, labelled_index = extra["sequences"], extra["labelled_index"]
         held = np.setdiff1d(np.arange(problem.n_labelled), train)
-        unlabelled = np.union1d(extra["unlabelled_index"], labelled_index[held])
+        unlabeled = np.union1d(extra["unlabeled_index"], labelled_index[held])
         codes = np.concatenate([problem.codes[i] for i in train])
-        penalty = self._graph_penalty(sequences, labelled_index[train], unlabelled, codes)
+        penalty = self._graph_penalty(sequences, labelled_index[train], unlabeled, codes)
         held_sequences = labelled_index[held]
         vertices = self.graph_.token_vertices[_token_indices(sequences, held_sequences)]
-        fold.extra.update(penalty=penalty, unlabelled_index=unlabelled,
+        fold.extra.update(penalty=penalty, unlabeled_index=unlabeled,
                           held_data=self._chunked(sequences[held_sequences], groups=vertices,
                                                   n_groups=penalty.n_groups)
                           if held.size else None,
                           labelled_index=labelled_index[train],
-                          unlabelled=self._chunked(sequences[unlabelled],
+                          unlabeled=self._chunked(sequences[unlabeled],
                                                    groups=penalty.token_groups,
                                                    n_groups=penalty.n_groups))
         return fold
@@ -388,10 +388,10 @@ vectorizer_
 
     def _finish(self, problem, fold, result):
         self.transduction_ = self._transduction(
-            problem.extra["y"], fold.extra["labelled_index"], fold.extra["unlabelled_index"],
-            fold.extra["unlabelled"], fold.layout, result.state, problem.extra["sequences"])
+            problem.extra["y"], fold.extra["labelled_index"], fold.extra["unlabeled_index"],
+            fold.extra["unlabeled"], fold.layout, result.state, problem.extra["sequences"])
 
-    def _graph_penalty(self, sequences, labelled, unlabelled, codes):
+    def _graph_penalty(self, sequences, labelled, unlabeled, codes):
         """The Laplacian penalty of the unlabelled tokens, seeded by the labelled ones."""
         sequence_of_token = np.repeat(np.arange(len(sequences)), sequences.lengths)
         vertices = self.graph_.token_vertices
@@ -402,9 +402,9 @@ vectorizer_
             (np.ones(seeded.sum()), (labelled_vertices[seeded], codes[seeded])),
             shape=(self.graph_.n_vertices, len(self.classes_))).toarray()
         return GraphLaplacianPenalty(self.graph_.weights,
-                                     vertices[np.isin(sequence_of_token, unlabelled)], seed_sums)
+                                     vertices[np.isin(sequence_of_token, unlabeled)], seed_sums)
 
-    def _transduction(self, y, labelled, unlabelled, unlabelled_data, layout, q, sequences):
+    def _transduction(self, y, labelled, unlabeled, unlabeled_data, layout, q, sequences):
         """Gold labels of the labelled sequences (theta's best labelling that keeps them
         where some are unknown) and q's of the unlabelled ones, in input order."""
         transduction = [None] * len(y)
@@ -417,7 +417,7 @@ vectorizer_
             for i, labels in zip(partial, completed):
                 transduction[i] = labels
         if q is not None:
-            for i, labels in zip(unlabelled, self._q_labels(unlabelled_data, layout, q)):
+            for i, labels in zip(unlabeled, self._q_labels(unlabeled_data, layout, q)):
                 transduction[i] = labels
         return [[] if labels is None else labels for labels in transduction]
 

@@ -26,7 +26,7 @@ from ..utils import (
     unchanged_on_failure,
     unfitted_on_failure,
 )
-from ._base import BaseCRF, unlabelled_sequences
+from ._base import BaseCRF, unlabeled_sequences
 from ._crf import _check_dev_pair
 from ._entropy_regularized import target_proportions
 from ._init_weights import init_vector
@@ -318,7 +318,7 @@ state_features_, transition_features_, size_, vectorizer_
         # (from zero weights, entropy minimisation locks in the first guesses).
         supervised = self._samples(sequences, labelled, codes, unlabelled_terms=False)
         phases = [("supervised", supervised)]
-        if self._has_unlabelled_terms():
+        if self._has_unlabeled_terms():
             self.target_proportions_ = target_proportions(self.label_proportions,
                                                           self.classes_, codes)
             samples = self._samples(sequences, labelled, codes, unlabelled_terms=True,
@@ -436,11 +436,11 @@ state_features_, transition_features_, size_, vectorizer_
         X, y = concatenate_inputs(X, y, X_unlabeled)
         sequences, labelled, codes = self._partial_inputs(X, y, classes if first else None)
         self._weights = labelled_weights(sample_weight, n_given, labelled)
-        if first and self._has_unlabelled_terms():
+        if first and self._has_unlabeled_terms():
             # Fixed at the first call.
             self.target_proportions_ = target_proportions(self.label_proportions,
                                                           self.classes_, codes)
-        samples = self._samples(sequences, labelled, codes, self._has_unlabelled_terms())
+        samples = self._samples(sequences, labelled, codes, self._has_unlabeled_terms())
         allowed = samples.seen_structure(self.all_possible_transitions,
                                          None if first else self.allowed_transitions_)
         if first:
@@ -468,10 +468,10 @@ state_features_, transition_features_, size_, vectorizer_
         self._set_weights(trainer, allowed)
         return self
 
-    def _has_unlabelled_terms(self):
+    def _has_unlabeled_terms(self):
         return self.gamma > 0 or self.proportion_weight > 0
 
-    def _work_tokens(self, lengths, n_unlabelled):
+    def _work_tokens(self, lengths, n_unlabeled):
         # A step's lattices: a mini-batch, of the mean length at least in the largest one.
         return np.sum(lengths) * min(self.batch_size, len(lengths)) / max(len(lengths), 1)
 
@@ -482,10 +482,10 @@ state_features_, transition_features_, size_, vectorizer_
         """The training sequences as `StochasticSamples`: the labelled ones, then with
         ``unlabelled_terms`` the non-empty unlabelled ones (otherwise those are skipped).
         ``prepared``: the labelled sequences' single-step data, when already built."""
-        unlabelled = np.zeros(0, dtype=np.int64)
+        unlabeled = np.zeros(0, dtype=np.int64)
         if unlabelled_terms:
-            unlabelled = unlabelled_sequences(sequences, labelled)
-        return StochasticSamples(sequences[np.concatenate([labelled, unlabelled])], labelled.size,
+            unlabeled = unlabeled_sequences(sequences, labelled)
+        return StochasticSamples(sequences[np.concatenate([labelled, unlabeled])], labelled.size,
                         codes, len(self.classes_), self.gamma, self.proportion_weight,
                         getattr(self, "target_proportions_", None), prepared, self.order,
                         self._weights, self._label_costs())

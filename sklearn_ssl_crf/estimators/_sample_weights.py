@@ -9,12 +9,12 @@ import numpy as np
 __all__ = ["labelled_weights", "resolve_class_weight"]
 
 
-def labelled_weights(sample_weight, n_sequences, labelled, unlabelled_ones=True):
+def labelled_weights(sample_weight, n_sequences, labelled, unlabeled_ones=True):
     """The weights of the labelled sequences ``labelled`` (indices) from ``fit``'s
     ``sample_weight`` (one per sequence of X), or None when it is None.
 
     Weights must be finite and non-negative. They weight each labelled sequence's
-    log-likelihood; with ``unlabelled_ones``, an unlabelled sequence (its terms are not
+    log-likelihood; with ``unlabeled_ones``, an unlabelled sequence (its terms are not
     weighted) must have weight 1.
     """
     if sample_weight is None:
@@ -39,8 +39,8 @@ def labelled_weights(sample_weight, n_sequences, labelled, unlabelled_ones=True)
     if labelled.size and not weights[labelled].any():
         raise ValueError("sample_weight is 0 for every labelled sequence: at least one must "
                          "weigh more")
-    unlabelled = np.setdiff1d(np.arange(n_sequences), labelled)
-    odd = unlabelled[weights[unlabelled] != 1.0] if unlabelled_ones else unlabelled[:0]
+    unlabeled = np.setdiff1d(np.arange(n_sequences), labelled)
+    odd = unlabeled[weights[unlabeled] != 1.0] if unlabeled_ones else unlabeled[:0]
     if odd.size:
         raise ValueError(f"sample_weight[{odd[0]}] is {float(weights[odd[0]])!r} but sequence "
                          f"{odd[0]} is unlabelled: weights apply to the labelled sequences' "

@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval
 
 from ..training import Phase
 from ..utils import single_threaded_blas, unfitted_on_failure
-from ._base import unlabelled_sequences
+from ._base import unlabeled_sequences
 from ._prediction import decode
 from ._semi_supervised_path import SemiSupervisedPath
 
@@ -222,25 +222,25 @@ vectorizer_
     def _prepare(self, X, y, X_unlabeled, sample_weight=None):
         sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
             X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
-        unlabelled = unlabelled_sequences(sequences, labelled)
+        unlabeled = unlabeled_sequences(sequences, labelled)
         # Parts laid end to end: the unlabelled sequences of X, then the stream's blocks.
-        parts = [sequences[unlabelled], *streamed]
+        parts = [sequences[unlabeled], *streamed]
         problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight)
         del sequences, streamed
         # Chunked once, so that a cluster's workers receive them once per fit. (Chunking
         # empties the list of parts it is given, hence the copy.)
-        problem.extra.update(parts=parts, unlabelled=self._chunked(list(parts)))
+        problem.extra.update(parts=parts, unlabeled=self._chunked(list(parts)))
         return problem
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                on_iteration):
-        unlabelled, parts = problem.extra["unlabelled"], problem.extra["parts"]
+        unlabeled, parts = problem.extra["unlabeled"], problem.extra["parts"]
         log, rounds, pseudo = [], [], None
         round_, n_iter = 0, 0
         reason, message = "max_iter", f"stopped at its cap of {max_iterations} rounds"
         scores, stopped = _scores_or_stop(on_iteration, 0, theta)
         while True:
-            labels = self._viterbi(unlabelled, fold.layout, theta, self.constraints_)
+            labels = self._viterbi(unlabeled, fold.layout, theta, self.constraints_)
             changed = None if pseudo is None else int(np.count_nonzero(labels != pseudo))
             rounds.append(dict({"round": round_, "changed_tokens": changed,
                                 "n_iter": n_iter}, **scores))

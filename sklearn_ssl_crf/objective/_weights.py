@@ -16,7 +16,7 @@ def chunk_log_likelihood(chunk, workspace, state, transition):
     return value, chunk.weight_gradient(d_unary), d_transition
 
 
-def chunk_unlabelled_terms(chunk, workspace, state, transition, method):
+def chunk_unlabeled_terms(chunk, workspace, state, transition, method):
     """A chunk's negative entropy (summed over its sequences), its gradient w.r.t. the
     weights by ``method`` (None: no gradient), and its label sums."""
     unary = chunk.unary(state)
@@ -56,7 +56,7 @@ def penalised_negative_log_likelihood(data, layout, c2):
     return objective
 
 
-def add_unlabelled_terms(sum_chunks, add_gradient, state, transition, gamma, weight,
+def add_unlabeled_terms(sum_chunks, add_gradient, state, transition, gamma, weight,
                          proportions, entropy_gradient="lattice"):
     """Adds the gradient of the unlabelled sequences' terms
 
@@ -64,7 +64,7 @@ def add_unlabelled_terms(sum_chunks, add_gradient, state, transition, gamma, wei
 
     to a gradient, and returns ``(negative entropy, penalty)``.
 
-    ``sum_chunks(term, state, transition, *args)`` sums a chunk term (`chunk_unlabelled_terms`,
+    ``sum_chunks(term, state, transition, *args)`` sums a chunk term (`chunk_unlabeled_terms`,
     `chunk_label_count_gradient`) over the unlabelled sequences; ``add_gradient(scale, d_state,
     d_transition)`` adds ``scale`` times a gradient w.r.t. ``state``, ``transition`` to the
     caller's gradient; ``proportions(label_sums)`` gives the penalty and its gradient w.r.t. a
@@ -74,7 +74,7 @@ def add_unlabelled_terms(sum_chunks, add_gradient, state, transition, gamma, wei
     computed only when ``gamma > 0``, the penalty's only when ``weight > 0``.
     """
     negative_entropy, d_state, d_transition, label_sums = sum_chunks(
-        chunk_unlabelled_terms, state, transition, entropy_gradient if gamma > 0 else None)
+        chunk_unlabeled_terms, state, transition, entropy_gradient if gamma > 0 else None)
     if gamma > 0:
         add_gradient(-gamma, d_state, d_transition)
     penalty, label_weights = proportions(label_sums[None, :])
@@ -86,7 +86,7 @@ def add_unlabelled_terms(sum_chunks, add_gradient, state, transition, gamma, wei
     return negative_entropy, penalty
 
 
-def entropy_regularised_objective(labelled, unlabelled, layout, c2, target, gamma, weight,
+def entropy_regularised_objective(labelled, unlabeled, layout, c2, target, gamma, weight,
                                   entropy_gradient="lattice"):
     """``theta -> (value, gradient)`` of minus the entropy-regularised objective
 
@@ -97,9 +97,9 @@ def entropy_regularised_objective(labelled, unlabelled, layout, c2, target, gamm
     ``unlabelled_entropy``, ``proportion_kl``). ``labelled`` and ``unlabelled`` are
     `ChunkedSequences`; ``entropy_gradient`` names the entropy gradient's algorithm."""
     supervised = penalised_negative_log_likelihood(labelled, layout, c2)
-    n_unlabelled = sum(chunk.n_tokens for chunk in unlabelled.chunks)
+    n_unlabeled = sum(chunk.n_tokens for chunk in unlabeled.chunks)
     # N_u KL(pi || pi_hat) and its gradient w.r.t. each token's label marginals.
-    proportions = LabelProportionPenalty(target, n_unlabelled).value_and_gradient
+    proportions = LabelProportionPenalty(target, n_unlabeled).value_and_gradient
     parts = {}
 
     def objective(theta):
@@ -110,15 +110,15 @@ def entropy_regularised_objective(labelled, unlabelled, layout, c2, target, gamm
             np.add(gradient, scale * layout.pack(d_state, d_transition), out=gradient)
 
         state, transition = layout.unpack(theta)
-        negative_entropy, penalty = add_unlabelled_terms(
-            unlabelled.sum, add_gradient, state, transition, gamma, weight, proportions,
+        negative_entropy, penalty = add_unlabeled_terms(
+            unlabeled.sum, add_gradient, state, transition, gamma, weight, proportions,
             entropy_gradient)
         if gamma > 0:
             value -= gamma * negative_entropy
         if weight > 0:
             value += weight * penalty
         parts.update(objective=float(-value), unlabelled_entropy=float(-negative_entropy),
-                     proportion_kl=penalty / n_unlabelled)
+                     proportion_kl=penalty / n_unlabeled)
         return value, gradient
 
     return objective, parts

@@ -54,7 +54,7 @@ class ExpectationMaximisation:
     def __init__(self, model, fold, lam):
         self.model, self.fold, self.lam = model, fold, lam
         self.penalty, self.layout = fold.extra["penalty"], fold.layout
-        self.labelled_data, self.unlabelled_data = fold.labelled, fold.extra["unlabelled"]
+        self.labelled_data, self.unlabeled_data = fold.labelled, fold.extra["unlabeled"]
         self.weight = model.unlabeled_weight
         self.supervised = model._supervised_objective(fold)
         self._last_terms = None
@@ -74,7 +74,7 @@ class ExpectationMaximisation:
         iterations; ``on_iteration(iteration, theta, q)`` after each (0: the start) may end
         it with ``StopIteration``. Returns a `_training.Phase` whose state is q."""
         model, weight = self.model, self.weight
-        if not self.unlabelled_data.chunks:
+        if not self.unlabeled_data.chunks:
             start = on_iteration(0, theta, None)
             return Phase(theta, [dict(start, phase="EM", em_iteration=0)], 0)
         log = []
@@ -164,7 +164,7 @@ class ExpectationMaximisation:
         state, transition = self.layout.unpack(theta)
         keys = (self._key_of(theta), next(self._keys))
         with single_threaded_blas():
-            log_z_q, sums = self.unlabelled_data.sum(_chunk_auxiliary_statistics, state,
+            log_z_q, sums = self.unlabeled_data.sum(_chunk_auxiliary_statistics, state,
                                                      transition, offsets, keys, False)
         penalty, gradient = self.penalty.value_and_gradient(sums)
         # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
@@ -207,10 +207,10 @@ class ExpectationMaximisation:
         state, transition = self.layout.unpack(q.theta)
         keys = (self._key_of(q.theta), q.key)
         with single_threaded_blas():
-            log_z_q, sums, d_state, d_transition = self.unlabelled_data.sum(
+            log_z_q, sums, d_state, d_transition = self.unlabeled_data.sum(
                 _chunk_auxiliary_statistics, state, transition, q.offsets, keys, True)
             # The E-step is over: what the chunks kept of it is not needed again.
-            self.unlabelled_data.map(_chunk_forget)
+            self.unlabeled_data.map(_chunk_forget)
         q.features = self.layout.pack(d_state, d_transition)
         q.expected_log_q = float(q.features @ q.theta + np.vdot(q.offsets, sums) - log_z_q)
 
@@ -247,7 +247,7 @@ class ExpectationMaximisation:
         value, gradient = self.supervised(theta)
         state, transition = self.layout.unpack(theta)
         with single_threaded_blas():
-            log_z, d_state, d_transition = self.unlabelled_data.sum(
+            log_z, d_state, d_transition = self.unlabeled_data.sum(
                 _chunk_log_partition, state, transition)
         self._last_terms = _LikelihoodTerms(np.array(theta), value, gradient, log_z,
                                             self.layout.pack(d_state, d_transition))
@@ -258,7 +258,7 @@ class ExpectationMaximisation:
         potentials from ``old_theta`` to ``new_theta`` (zero for vertices without any)."""
         difference = self.layout.unpack(new_theta)[0] - self.layout.unpack(old_theta)[0]
         with single_threaded_blas():
-            sums = self.unlabelled_data.sum(_chunk_unary_group_sums, difference)[0]
+            sums = self.unlabeled_data.sum(_chunk_unary_group_sums, difference)[0]
         return sums * self.inverse_token_counts
 
 

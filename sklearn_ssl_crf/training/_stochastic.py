@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from ..inference import Workspace, chain_statistics
 from ..objective import (
     LabelProportionPenalty,
-    add_unlabelled_terms,
+    add_unlabeled_terms,
     chunk_log_likelihood,
     clamp_unary,
     cost_augmented,
@@ -59,10 +59,10 @@ class StochasticSamples:
         self._no_state = np.zeros((0, n_labels))
         self.n_labels, self.gamma, self.proportion_weight = n_labels, gamma, proportion_weight
         self.target = target
-        unlabelled_lengths = sequences.lengths[n_labelled:]
-        self.n_unlabelled_tokens = int(unlabelled_lengths.sum())
+        unlabeled_lengths = sequences.lengths[n_labelled:]
+        self.n_unlabeled_tokens = int(unlabeled_lengths.sum())
         # Running estimate of the unlabelled tokens' summed marginals and their number,
-        # over about the last epoch (see `_unlabelled_terms`).
+        # over about the last epoch (see `_unlabeled_terms`).
         self._label_mass = self._token_mass = 0.0
         self.n_samples = len(sequences)
         self.prepared = {} if prepared is None else prepared
@@ -158,11 +158,11 @@ class StochasticSamples:
         """Attributes of the sequences ``batch``, and its labelled and unlabelled sequences
         packed over them (None when there are none)."""
         labelled = batch[batch < self.n_labelled]
-        unlabelled = batch[batch >= self.n_labelled]
-        part = self.sequences[np.concatenate([labelled, unlabelled])]
+        unlabeled = batch[batch >= self.n_labelled]
+        part = self.sequences[np.concatenate([labelled, unlabeled])]
         columns, local = _local_matrix(part.matrix)
         split = part.offsets[labelled.size]
-        labelled_packed = unlabelled_packed = None
+        labelled_packed = unlabeled_packed = None
         if labelled.size:
             offsets = self.sequences.offsets
             labels = np.concatenate([self.codes[offsets[i]:offsets[i + 1]] for i in labelled])
@@ -170,9 +170,9 @@ class StochasticSamples:
                 local[:split], part.lengths[:labelled.size], labels, self.n_labels,
                 order=self.order, weights=None if self.weights is None else self.weights[labelled],
                 label_costs=self.label_costs)
-        if unlabelled.size:
-            unlabelled_packed = PackedSequences(local[split:], part.lengths[labelled.size:])
-        return columns, labelled_packed, unlabelled_packed
+        if unlabeled.size:
+            unlabeled_packed = PackedSequences(local[split:], part.lengths[labelled.size:])
+        return columns, labelled_packed, unlabeled_packed
 
     def epoch_batches(self, batch_size, shuffle, rng):
         """The batches of one epoch, in order. Single sequences come in a new random order
@@ -238,7 +238,7 @@ class StochasticSamples:
         return loss, columns, local_t @ d_unary, self._transition_gradient(d_transition)
 
     def _batch_gradient(self, trainer, prepared):
-        columns, labelled, unlabelled = prepared
+        columns, labelled, unlabeled = prepared
         state, transition = trainer.state_rows(columns), self._potentials(trainer)
         d_state = np.zeros_like(state)
         d_transition = np.zeros_like(transition)
@@ -249,15 +249,15 @@ class StochasticSamples:
             loss -= value
             d_state -= d_labelled
             d_transition -= d_edges
-        if unlabelled is not None:
-            def add_gradient(scale, d_unlabelled, d_edges):
-                np.add(d_state, scale * d_unlabelled, out=d_state)
+        if unlabeled is not None:
+            def add_gradient(scale, d_unlabeled, d_edges):
+                np.add(d_state, scale * d_unlabeled, out=d_state)
                 np.add(d_transition, scale * d_edges, out=d_transition)
 
-            negative_entropy, penalty = add_unlabelled_terms(
-                lambda term, *args: term(unlabelled, self._workspace, *args), add_gradient,
+            negative_entropy, penalty = add_unlabeled_terms(
+                lambda term, *args: term(unlabeled, self._workspace, *args), add_gradient,
                 state, transition, self.gamma, self.proportion_weight,
-                lambda label_sums: self._proportions(label_sums, unlabelled.n_tokens))
+                lambda label_sums: self._proportions(label_sums, unlabeled.n_tokens))
             loss += -self.gamma * negative_entropy + (
                 self.proportion_weight * penalty if self.proportion_weight > 0 else 0.0)
         return loss, columns, d_state, self._transition_gradient(d_transition)
@@ -267,7 +267,7 @@ class StochasticSamples:
         gradient, with ``pi_hat`` a running mean over about the last epoch: the gradient of
         ``N_u KL(pi || pi_hat)`` w.r.t. a sequence's expected label counts is ``-pi / pi_hat``
         with ``pi_hat`` the mean marginal over *all* unlabelled tokens, not the step's."""
-        keep = max(0.0, 1.0 - n_tokens / self.n_unlabelled_tokens)
+        keep = max(0.0, 1.0 - n_tokens / self.n_unlabeled_tokens)
         self._label_mass = keep * self._label_mass + label_sums[0]
         self._token_mass = keep * self._token_mass + n_tokens
         running_sums = self._label_mass * (n_tokens / self._token_mass)

@@ -23,7 +23,7 @@ from ._validation import (
     select_sequences,
     sequence_lengths,
     stack_sequences,
-    unlabelled_input,
+    unlabeled_input,
 )
 
 __all__ = [
@@ -33,5 +33,5 @@ __all__ = [
     "concatenate_inputs", "encode_labels", "feature_value_error", "is_matrix_input",
     "matrices_to_sequence_matrix", "not_sequences_error", "release_freed_memory",
     "select_sequences", "sequence_lengths", "single_threaded_blas", "stack_sequences",
-    "unchanged_on_failure", "unfitted_on_failure", "unlabelled_input"
+    "unchanged_on_failure", "unfitted_on_failure", "unlabeled_input"
 ]

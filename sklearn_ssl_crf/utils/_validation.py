@@ -14,7 +14,7 @@ from ._sequences import SequenceMatrix, UnlabeledSequences
 __all__ = [
     "as_sequence_list",
     "concatenate_inputs",
-    "unlabelled_input",
+    "unlabeled_input",
     "not_sequences_error",
     "stack_sequences",
     "sequence_lengths",
@@ -53,7 +53,7 @@ def not_sequences_error(X, name, expected):
 _READ_ITERATORS = weakref.WeakSet()
 
 
-def unlabelled_input(X_unlabeled, X):
+def unlabeled_input(X_unlabeled, X):
     """``X_unlabeled`` as the estimators read it: an `UnlabeledSequences` unwrapped, and
     checked against two ways of silently training on less than was meant.
 
@@ -92,7 +92,7 @@ def concatenate_inputs(X, y, X_unlabeled):
     if X_unlabeled is None:
         return X, y
     X = as_sequence_list(X)
-    X_unlabeled = as_sequence_list(unlabelled_input(X_unlabeled, X), name="X_unlabeled")
+    X_unlabeled = as_sequence_list(unlabeled_input(X_unlabeled, X), name="X_unlabeled")
     if isinstance(y, (str, bytes, dict)) or not hasattr(y, "__len__"):
         raise TypeError(f"y must be a list of label sequences, got {type(y).__name__}")
     y = list(y) + [None] * len(X_unlabeled)
