@@ -26,11 +26,12 @@ from ..utils import (
     not_sequences_error,
     select_sequences,
     sequence_lengths,
+    sequence_lists,
     single_threaded_blas,
     unlabeled_input,
 )
 from ._contributions import ContributionsMixin
-from ._label_constraints import known_label_mask, resolve_constraints
+from ._label_constraints import constrained, known_label_mask, resolve_constraints
 from ._prediction import decode, posterior_marginals
 from ._sample_weights import labelled_weights, resolve_class_weight
 from ._uncertainty import UncertaintyMixin, per_sequence
@@ -250,10 +251,7 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
     def _constrained(self, layout, unary, transition):
         """The potentials with what ``constraints_`` forbids at -inf (``unary``, packed
         rows of ``layout``, changed in place)."""
-        constraints = getattr(self, "constraints_", None)
-        if constraints is None:
-            return unary, transition
-        return constraints.apply(unary, transition, layout)
+        return constrained(getattr(self, "constraints_", None), layout, unary, transition)
 
     def _decode(self, packed, unary, transition):
         """Label index of every token (original order), the constraints respected: the
@@ -290,7 +288,7 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
         def dev_scores(iteration, theta):
             state, transition = layout.unpack(theta)
             labels = classes[self._decode(packed, packed.unary(state), transition)]
-            predicted = [part.tolist() for part in np.split(labels, dev.offsets[1:-1])]
+            predicted = sequence_lists(labels, dev.offsets)
             return {
                 "dev_accuracy": float(np.mean([p == g for p, g in zip(labels, gold_flat)])),
                 "dev_span_f1": span_f1_score(gold, predicted),
@@ -333,7 +331,7 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
             return [[] for _ in range(len(sequences))]
         codes = self._infer(self._decode, sequences, known_labels)
         labels = np.asarray(self.classes_, dtype=object)[codes]
-        return [part.tolist() for part in np.split(labels, sequences.offsets[1:-1])]
+        return sequence_lists(labels, sequences.offsets)
 
     def predict_single(self, xseq, *, known_labels=None):
         """Label sequence of one sequence.

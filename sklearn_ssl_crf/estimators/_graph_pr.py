@@ -38,7 +38,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..graph import SimilarityGraph, resolve_graph
 from ..objective import GraphLaplacianPenalty
 from ..training import ExpectationMaximisation
-from ..utils import concatenate_inputs, single_threaded_blas, unfitted_on_failure
+from ..utils import (
+    concatenate_inputs,
+    sequence_lists,
+    single_threaded_blas,
+    unfitted_on_failure,
+)
 from ._base import unlabeled_sequences
 from ._semi_supervised_path import SELECTABLE, SemiSupervisedPath
 
@@ -434,7 +439,7 @@ vectorizer_
             return []
         labels = classes[np.concatenate(predicted)]
         lengths = np.concatenate([chunk.lengths for chunk in data.chunks])
-        return [part.tolist() for part in np.split(labels, np.cumsum(lengths)[:-1])]
+        return sequence_lists(labels, np.concatenate([[0], np.cumsum(lengths)]))
 
     def _held_out_predictor(self, fold):
         """q's labels of the fold's held-out sequences, unlabelled in its fit: the

@@ -26,6 +26,7 @@ from ..utils import (
     concatenate_inputs,
     encode_labels,
     sequence_lengths,
+    sequence_lists,
     unfitted_on_failure,
 )
 from ._base import featurise_training_input
@@ -203,7 +204,7 @@ class GraphPropagation(KeywordOnlyParameters, LabelledSequenceTagsMixin, BaseEst
                           stacklevel=2)
         token_codes = self._token_codes(labelled_tokens, codes, reached)
         labels = np.asarray(self.classes_, dtype=object)[token_codes]
-        self.transduction_ = [part.tolist() for part in np.split(labels, sequences.offsets[1:-1])]
+        self.transduction_ = sequence_lists(labels, sequences.offsets)
         return self
 
     def _fit_inputs(self, X, y):

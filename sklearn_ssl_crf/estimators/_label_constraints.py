@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LabelConstraints", "resolve_constraints", "known_label_mask"]
+__all__ = ["LabelConstraints", "constrained", "resolve_constraints", "known_label_mask"]
 
 # Span schemes by name, with the prefixes their labels carry besides "O". BILOU's "L" and
 # "U" play IOBES's "E" and "S".
@@ -80,6 +80,14 @@ class LabelConstraints:
             if labels[-1] >= 0 and not self.ends[labels[-1]]:
                 return i, int(stop - start - 1)
         return None
+
+
+def constrained(constraints, layout, unary, transition):
+    """The potentials with what ``constraints`` (a `LabelConstraints`, or None: nothing)
+    forbids at -inf (``unary``, packed rows of ``layout``, changed in place)."""
+    if constraints is None:
+        return unary, transition
+    return constraints.apply(unary, transition, layout)
 
 
 def _log_mask(allowed):

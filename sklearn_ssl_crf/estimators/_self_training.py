@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval
 from ..training import Phase
 from ..utils import single_threaded_blas, unfitted_on_failure
 from ._base import unlabeled_sequences
+from ._label_constraints import constrained
 from ._prediction import decode
 from ._semi_supervised_path import SemiSupervisedPath
 
@@ -279,10 +280,8 @@ vectorizer_
 
 
 def _chunk_viterbi(chunk, workspace, state, transition, constraints):
-    unary = chunk.unary(state)
-    if constraints is not None:
-        unary, transition = constraints.apply(unary, transition, chunk.layout)
-    return decode(chunk, unary, transition)
+    return decode(chunk, *constrained(constraints, chunk.layout, chunk.unary(state),
+                                      transition))
 
 
 def _scores_or_stop(on_iteration, iteration, theta):

@@ -6,7 +6,7 @@ from ._interruption import unchanged_on_failure, unfitted_on_failure
 from ._keyword_only import KeywordOnlyParameters
 from ._memory import release_freed_memory
 from ._memory_needs import check_fit_memory, check_memory
-from ._sequences import SequenceMatrix, UnlabeledSequences
+from ._sequences import SequenceMatrix, UnlabeledSequences, sequence_lists
 from ._tags import LabelledSequenceTagsMixin, SequenceTagsMixin
 from ._threads import single_threaded_blas
 from ._validation import (
@@ -32,6 +32,6 @@ __all__ = [
     "check_feature_values", "check_fit_memory", "check_labels", "check_memory",
     "concatenate_inputs", "encode_labels", "feature_value_error", "is_matrix_input",
     "matrices_to_sequence_matrix", "not_sequences_error", "release_freed_memory",
-    "select_sequences", "sequence_lengths", "single_threaded_blas", "stack_sequences",
-    "unchanged_on_failure", "unfitted_on_failure", "unlabeled_input"
+    "select_sequences", "sequence_lengths", "sequence_lists", "single_threaded_blas",
+    "stack_sequences", "unchanged_on_failure", "unfitted_on_failure", "unlabeled_input"
 ]

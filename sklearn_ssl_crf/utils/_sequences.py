@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["SequenceMatrix", "UnlabeledSequences"]
+__all__ = ["SequenceMatrix", "UnlabeledSequences", "sequence_lists"]
 
 
 class SequenceMatrix:
@@ -142,6 +142,12 @@ class SequenceMatrix:
             f"<SequenceMatrix of {len(self)} sequences, {self.n_tokens} tokens, "
             f"{self.n_features} attributes>"
         )
+
+
+def sequence_lists(values, offsets):
+    """Per-token ``values`` (an array over the tokens of all sequences, in order) as one
+    list per sequence; ``offsets``: where each sequence starts, and the end."""
+    return [part.tolist() for part in np.split(values, offsets[1:-1])]
 
 
 def _concatenated_ranges(starts, lengths):
