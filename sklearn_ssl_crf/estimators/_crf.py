@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..objective import penalised_negative_log_likelihood
 from ..optim import minimize_lbfgs
 from ..parallel import CHUNK_TOKENS, ChunkedSequences
-from ..potentials import WeightLayout, label_cooccurrence, seen_structure, transition_masks
+from ..potentials import WeightLayout, observed_weight_masks, seen_structure
 from ..utils import single_threaded_blas, unfitted_on_failure
 from ._base import BaseCRF
 from ._sample_weights import labelled_weights
@@ -361,15 +361,11 @@ class CRF(BaseCRF):
 
     def _weight_layout(self, data):
         n_labels = len(self.classes_)
-        masks = {}
-        if not self.all_possible_states:
-            masks["state_mask"] = sum(label_cooccurrence(chunk, n_labels)
-                                      for chunk in data.chunks) != 0
-        if not self.all_possible_transitions:
-            counts = sum(chunk.transition_counts for chunk in data.chunks)
-            masks.update(transition_masks(counts))
-            if self.order == 2:
-                masks["allowed"] = seen_structure(counts)
+        masks = observed_weight_masks(data.chunks, n_labels, self.all_possible_states,
+                                      self.all_possible_transitions)
+        if self.order == 2 and not self.all_possible_transitions:
+            masks["allowed"] = seen_structure(sum(chunk.transition_counts
+                                                  for chunk in data.chunks))
         return WeightLayout(self.num_attributes_, n_labels, order=self.order, **masks)
 
 

@@ -6,13 +6,12 @@ vector's layout (`WeightLayout`) and the masks of the weights that exist.
 from ._packed import PackedSequences, group_indicator, transition_counts
 from ._weight_layout import (
     WeightLayout,
-    label_cooccurrence,
+    observed_weight_masks,
     seen_structure,
-    transition_masks,
     transition_potentials,
 )
 
 __all__ = [
-    "PackedSequences", "transition_counts", "WeightLayout", "label_cooccurrence", "seen_structure",
-    "transition_masks", "transition_potentials", "group_indicator"
+    "PackedSequences", "transition_counts", "WeightLayout", "observed_weight_masks",
+    "seen_structure", "transition_potentials", "group_indicator"
 ]

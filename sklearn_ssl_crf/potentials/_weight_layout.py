@@ -4,7 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["WeightLayout", "transition_potentials", "transition_masks", "seen_structure",
-           "label_cooccurrence"]
+           "label_cooccurrence", "observed_weight_masks"]
 
 
 def transition_masks(counts):
@@ -162,3 +162,17 @@ def label_cooccurrence(chunk, n_labels):
         shape=(chunk.n_tokens, n_labels),
     )
     return (abs(chunk.matrix).T @ indicators).toarray()
+
+
+def observed_weight_masks(chunks, n_labels, all_possible_states=True,
+                          all_possible_transitions=True):
+    """`WeightLayout` masks keeping the weights seen in the labelled ``chunks`` (packed
+    sequences): attributes with the labels they occur with, unless
+    ``all_possible_states``; the label pairs (and, at order 2, triples) that follow each
+    other, unless ``all_possible_transitions``."""
+    masks = {}
+    if not all_possible_states:
+        masks["state_mask"] = sum(label_cooccurrence(chunk, n_labels) for chunk in chunks) != 0
+    if not all_possible_transitions:
+        masks.update(transition_masks(sum(chunk.transition_counts for chunk in chunks)))
+    return masks

@@ -18,10 +18,9 @@ from ..optim.specs import Array, Either, ListOf, Number
 from ..potentials import (
     PackedSequences,
     WeightLayout,
-    label_cooccurrence,
+    observed_weight_masks,
     seen_structure,
     transition_counts,
-    transition_masks,
 )
 from ._checkpoints import digest
 
@@ -108,15 +107,12 @@ class StochasticSamples:
         sequences: ``(state_mask, transition_mask)``."""
         if all_possible_states and all_possible_transitions:
             return None, None
-        labelled = self.labelled_packed()
-        state = transition = None
-        if not all_possible_states:
-            state = label_cooccurrence(labelled, self.n_labels) != 0
-        if not all_possible_transitions:
-            # In the trainer's layout: the transition blocks' rows one after another.
-            transition = np.concatenate([
-                mask.reshape(-1, self.n_labels)
-                for mask in transition_masks(labelled.transition_counts).values()])
+        masks = observed_weight_masks([self.labelled_packed()], self.n_labels,
+                                      all_possible_states, all_possible_transitions)
+        state = masks.pop("state_mask", None)
+        # In the trainer's layout: the transition blocks' rows one after another.
+        transition = np.concatenate([mask.reshape(-1, self.n_labels)
+                                     for mask in masks.values()]) if masks else None
         return state, transition
 
     def seen_structure(self, all_possible_transitions, previous=None):
