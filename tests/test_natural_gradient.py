@@ -470,3 +470,18 @@ def test_conll2000_subset_every_transform_within_half_a_point_of_crf(shared_data
         model = NaturalGradientCRF(update=update, max_iterations=12, calibration_samples=150,
                                    random_state=0).fit(X_train, y_train)
         assert model.score(X_test, y_test) >= reference - 0.005, update
+
+
+def test_partial_fit_goes_on_from_a_fit(synthetic):
+    # partial_fit after fit continues the fitted model (it used to fail: the count of
+    # sequences seen, which scales the L2 term, was set by partial_fit only).
+    X, y = synthetic[:2]
+    model = NaturalGradientCRF(max_iterations=2, random_state=0).fit(X[:60], y[:60])
+    before = model.state_weights_.copy()
+    model.partial_fit(X[60:80], y[60:80])
+    # 80 sequences seen: the L2 per sequence is c2 ||w||^2 spread over them, as a fit of 80
+    # would have it.
+    assert model._trainer.lam == pytest.approx(2.0 * model.c2 / 80)
+    # The vocabulary grows with the new sequences; the fitted attributes were trained on.
+    assert model.state_weights_.shape[0] >= before.shape[0]
+    assert not np.array_equal(model.state_weights_[:before.shape[0]], before)

@@ -378,6 +378,8 @@ state_features_, transition_features_, size_, vectorizer_
             trainer.set_weights(*kept.weights)
             self.best_iteration_, self.validation_scores_ = kept.epoch, kept.scores
         self._trainer, self._rng = trainer, rng
+        # partial_fit goes on from here, its L2 per sequence that of the last phase's data.
+        self._n_seen = (phases[-1][1] if phases else supervised).n_samples
         self._set_weights(trainer, allowed)
         self.training_log_ = log
         self.n_iter_ = n_iter
