@@ -32,7 +32,6 @@ cache. Nothing else runs on loading; `load` then checks the fitted CRF weights
 
 import json
 import os
-import stat
 import struct
 import types
 import zlib
@@ -58,6 +57,7 @@ from ..graph import SimilarityGraph
 from ..metrics import SequenceScorer
 from ..optim.sgd import SGDTrainer
 from ..optim.transforms import GradientTransform
+from ..utils import open_regular_file
 
 __all__ = ["MAGIC", "CLASSES", "UnsavableError", "encode_archive", "read_archive",
            "check_plain", "decode_plain"]
@@ -298,15 +298,8 @@ def decode_plain(tree, name, where):
 
 
 def _read_regular_file(name):
-    """The bytes of ``name``, refused before opening it unless it is a regular file (a FIFO
-    would block, a device never end)."""
-    try:
-        status = os.stat(name)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{name}: no such file") from None
-    if not stat.S_ISREG(status.st_mode):
-        raise ValueError(f"{name} is not a regular file, so not a model file")
-    with open(name, "rb") as file:
+    """The bytes of ``name``, a regular file (`open_regular_file`)."""
+    with open_regular_file(name) as file:
         size = os.fstat(file.fileno()).st_size
         data = bytearray(size)  # writable: the arrays are views of it
         if file.readinto(data) != size or file.read(1):

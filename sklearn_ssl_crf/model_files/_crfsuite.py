@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..estimators import CRF, BaseCRF
 from ..features import ColumnCache, SequenceVectorizer
-from ..utils import check_memory
+from ..utils import check_memory, open_regular_file
 
 __all__ = ["MAGIC", "read_crfsuite", "write_crfsuite"]
 
@@ -77,7 +77,7 @@ def read_crfsuite(path):
     Raises ValueError naming the file and what is wrong with it.
     """
     name = os.fspath(path)
-    with open(name, "rb") as file:
+    with open_regular_file(name) as file:
         data = file.read()
     labels, attributes, state, transition = _parse(_Bytes(data, name))
     return _fitted_crf(labels, attributes, state, transition)

@@ -21,12 +21,11 @@ when loading:
 
 import os
 import re
-import stat
 
 import joblib
 import sklearn
 
-from ..utils import atomic_path
+from ..utils import atomic_path, open_regular_file
 from ._archive import MAGIC as ARCHIVE_MAGIC
 from ._archive import (
     UnsavableError,
@@ -82,18 +81,12 @@ def _format_of_name(path):
 
 def _format_of_file(name):
     """'archive', 'crfsuite', 'skops' (a zip archive), 'pickle' or None, from the first
-    bytes of ``name``, which must be a regular file (a FIFO would block, a device never
-    end)."""
+    bytes of ``name``, which must be a regular file (`open_regular_file`)."""
     try:
-        mode = os.stat(name).st_mode
+        with open_regular_file(name) as file:
+            start = file.read(len(ARCHIVE_MAGIC))
     except FileNotFoundError:
         raise FileNotFoundError(f"{name}: no such file") from None
-    if stat.S_ISDIR(mode):
-        raise IsADirectoryError(f"{name} is a directory, not a model file")
-    if not stat.S_ISREG(mode):
-        raise ValueError(f"{name} is not a regular file, so not a model file")
-    with open(name, "rb") as file:
-        start = file.read(len(ARCHIVE_MAGIC))
     if start == ARCHIVE_MAGIC:
         return "archive"
     if start[:4] == MAGIC:

@@ -18,6 +18,7 @@ import zlib
 
 import numpy as np
 
+from ..utils import open_regular_file
 from ._archive import _FUNCTIONS, CLASSES
 
 __all__ = ["dump_skops", "load_skops"]
@@ -85,7 +86,7 @@ def load_skops(name, check_header):
     try:
         with zipfile.ZipFile(name) as archive:
             schema = _check_archive(archive, name)
-            data = _with_current_names(archive, schema)
+            data = _with_current_names(archive, schema, name)
     except (zipfile.BadZipFile, EOFError, KeyError, NotImplementedError, zlib.error,
             OSError) as error:
         raise ValueError(f"{name} is a damaged model file ({type(error).__name__}: "
@@ -110,9 +111,10 @@ def load_skops(name, check_header):
     return record
 
 
-def _with_current_names(archive, schema):
-    """The bytes of the archive, its schema's nodes that name a class by its module of an
-    earlier release (`_MOVED`) renamed to its module now."""
+def _with_current_names(archive, schema, name):
+    """The bytes of the archive ``name``, its schema's nodes that name a class by its module
+    of an earlier release (`_MOVED`) renamed to its module now (the archive is rewritten
+    only when one does)."""
     renamed = False
     for node in _nodes(schema):
         moved = _MOVED.get(f"{node.get('__module__')}.{node.get('__class__')}")
@@ -120,10 +122,13 @@ def _with_current_names(archive, schema):
             cls = CLASSES[moved]
             node["__module__"], node["__class__"] = cls.__module__, cls.__qualname__
             renamed = True
+    if not renamed:
+        with open_regular_file(name) as file:
+            return file.read()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as copy:
         for info in archive.infolist():
-            copy.writestr(info, json.dumps(schema) if renamed and info.filename == "schema.json"
+            copy.writestr(info, json.dumps(schema) if info.filename == "schema.json"
                           else archive.read(info))
     return buffer.getvalue()
 

@@ -25,7 +25,6 @@ import json
 import math
 import os
 import re
-import stat
 import time
 import zipfile
 from pathlib import Path
@@ -34,7 +33,7 @@ import numpy as np
 from numpy.lib import format as npy
 
 from ..optim.specs import Array, Integer, Number, check, kind_of
-from ..utils import atomic_path
+from ..utils import atomic_path, open_regular_file
 
 __all__ = ["RunCheckpoints", "GeneratorState", "digest"]
 
@@ -101,15 +100,8 @@ class RunCheckpoints:
         self._open()
         path = self._path(key, part)
         try:
-            status = os.stat(path)
-        except FileNotFoundError:
-            return None
-        try:
-            # A FIFO or a device is refused before it is opened; opened without blocking (and
-            # checked again), in case one took the record's place in between.
-            _regular_size(status)
-            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-            with open(descriptor, "rb") as file:
+            # A FIFO or a device is refused, never waited on or read.
+            with open_regular_file(path) as file:
                 meta, arrays = _read_record(file)
             if not isinstance(meta, dict):
                 raise ValueError(f"__meta__: {kind_of(meta)} where a run's state is expected")
@@ -121,6 +113,8 @@ class RunCheckpoints:
             record = _rebuilt(meta, arrays)
             check(record, {"finished": bool, **expected})
             return record
+        except FileNotFoundError:
+            return None
         except (OSError, EOFError, ValueError, KeyError, TypeError, RuntimeError,
                 zipfile.BadZipFile) as error:
             raise ValueError(f"{path}: not a readable checkpoint record ({error}); delete it "
@@ -234,7 +228,7 @@ def _read_record(file):
     ``np.savez`` writes them) with an npy header whose shape and dtype account for its size
     exactly, and the members' sizes must add up to at most the file's: nothing is allocated
     past what the file holds."""
-    size = _regular_size(os.fstat(file.fileno()))
+    size = os.fstat(file.fileno()).st_size
     arrays = {}
     with zipfile.ZipFile(file) as archive:
         members = archive.infolist()
@@ -256,13 +250,6 @@ def _read_record(file):
     if meta is None or meta.dtype.kind != "U" or meta.shape != ():
         raise ValueError("no __meta__ string")
     return json.loads(str(meta)), arrays
-
-
-def _regular_size(status):
-    """The size of the file of ``status`` (an `os.stat` result), if it is a regular one."""
-    if not stat.S_ISREG(status.st_mode):
-        raise ValueError("not a regular file")
-    return status.st_size
 
 
 def _read_array(stored, size, name):

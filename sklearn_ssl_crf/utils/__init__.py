@@ -1,7 +1,7 @@
 """Small helpers every layer may use: sequences and their validation, label tags,
 threads, memory, files written atomically, interruptions."""
 
-from ._files import atomic_path
+from ._files import atomic_path, open_regular_file
 from ._interruption import unchanged_on_failure, unfitted_on_failure
 from ._keyword_only import KeywordOnlyParameters
 from ._memory import release_freed_memory
@@ -31,7 +31,8 @@ __all__ = [
     "SequenceTagsMixin", "UnlabeledSequences", "as_sequence_list", "atomic_path",
     "check_feature_values", "check_fit_memory", "check_labels", "check_memory",
     "concatenate_inputs", "encode_labels", "feature_value_error", "is_matrix_input",
-    "matrices_to_sequence_matrix", "not_sequences_error", "release_freed_memory",
-    "select_sequences", "sequence_lengths", "sequence_lists", "single_threaded_blas",
-    "stack_sequences", "unchanged_on_failure", "unfitted_on_failure", "unlabeled_input"
+    "matrices_to_sequence_matrix", "not_sequences_error", "open_regular_file",
+    "release_freed_memory", "select_sequences", "sequence_lengths", "sequence_lists",
+    "single_threaded_blas", "stack_sequences", "unchanged_on_failure", "unfitted_on_failure",
+    "unlabeled_input"
 ]

@@ -1,5 +1,6 @@
 """Files written atomically: into a temporary file beside the target, then renamed over it,
-so that a failed write never destroys (or half-writes) the file that was there.
+so that a failed write never destroys (or half-writes) the file that was there; and files
+read only when they are regular ones (`open_regular_file`).
 
 Only regular files are written: a path that leads to a directory, device, named pipe or
 socket is refused before anything is made. Symbolic links are followed, as ``cp`` follows
@@ -18,7 +19,7 @@ import signal
 import stat
 import threading
 
-__all__ = ["atomic_path"]
+__all__ = ["atomic_path", "open_regular_file"]
 
 #: Stands for this machine in temporary names, so that a save never takes another machine's
 #: temporary file on a shared file system for one left by a dead process of its own.
@@ -107,6 +108,26 @@ def atomic_path(path):
         if type(named) is not type(error):
             raise
         raise named from error
+
+
+def open_regular_file(path):
+    """``path`` opened for reading bytes, if it is a regular file.
+
+    It is opened without blocking and then checked, so that a named pipe is never waited
+    on and a device (``/dev/zero``) never read: IsADirectoryError for a directory,
+    ValueError for any other file that is not a regular one, both naming ``path``.
+    """
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(f"{path} is a directory, not a regular file")
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"{path} is not a regular file (it is {_kind(mode)})")
+        return open(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 def _regular_target(path):
