@@ -180,8 +180,8 @@ training_log_, termination_condition_, vectorizer_
         return self._labelled_problem(sequences, labelled, codes, y, sample_weight)
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
-                               on_iteration):
-        return Phase(theta, [], 0, state=on_iteration(0, theta))
+                               iterates):
+        return Phase(theta, [], 0, state=iterates.record(0, theta)[0])
 
     def _final_log(self, run):
         # A supervised model: its log and iterations are the final L-BFGS run's.

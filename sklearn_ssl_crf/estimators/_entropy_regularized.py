@@ -330,16 +330,16 @@ vectorizer_
         return fold
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
-                               on_iteration):
+                               iterates):
         unlabeled = problem.extra["unlabeled"]
         gamma, weight = strength["gamma"], strength["proportion_weight"]
-        start = on_iteration(0, theta)
+        start, _ = iterates.record(0, theta)
         if not unlabeled.chunks or (gamma == 0 and weight == 0) or max_iterations == 0:
             return Phase(theta, [dict(start, num=0, phase="semi-supervised")], 0)
         objective, parts = self._semi_supervised_objective(fold, unlabeled, gamma, weight)
         objective(theta)  # iteration 0's entry: the objective's parts at the start
         log = [dict(parts, num=0, phase="semi-supervised", **start)]
-        result = self._minimize(objective, theta, LoggingCallback(on_iteration, parts),
+        result = self._minimize(objective, theta, LoggingCallback(iterates, parts),
                                 max_iterations=max_iterations, c1=fold.c1)
         log += [dict(entry, phase="semi-supervised") for entry in result.log]
         return Phase(result.x, log, result.n_iter, result.termination_condition,

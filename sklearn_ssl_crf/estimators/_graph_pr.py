@@ -387,9 +387,9 @@ vectorizer_
         return fold
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
-                               on_iteration):
+                               iterates):
         em = ExpectationMaximisation(self, fold, strength["lam"])
-        return em.run(theta, max_iterations, on_iteration)
+        return em.run(theta, max_iterations, iterates)
 
     def _finish(self, problem, fold, result):
         self.transduction_ = self._transduction(

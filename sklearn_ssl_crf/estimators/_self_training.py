@@ -234,12 +234,12 @@ vectorizer_
         return problem
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
-                               on_iteration):
+                               iterates):
         unlabeled, parts = problem.extra["unlabeled"], problem.extra["parts"]
         log, rounds, pseudo = [], [], None
         round_, n_iter = 0, 0
         reason, message = "max_iter", f"stopped at its cap of {max_iterations} rounds"
-        scores, stopped = _scores_or_stop(on_iteration, 0, theta)
+        scores, stopped = iterates.record(0, theta)
         while True:
             labels = self._viterbi(unlabeled, fold.layout, theta, self.constraints_)
             changed = None if pseudo is None else int(np.count_nonzero(labels != pseudo))
@@ -263,7 +263,7 @@ vectorizer_
                                     theta, c1=fold.c1)
             theta, n_iter = result.x, result.n_iter
             log += [dict(entry, round=round_) for entry in result.log]
-            scores, stopped = _scores_or_stop(on_iteration, round_, theta)
+            scores, stopped = iterates.record(round_, theta)
         return Phase(theta, log, round_, reason, message, rounds)
 
     def _finish(self, problem, fold, result):
@@ -283,12 +283,3 @@ def _chunk_viterbi(chunk, workspace, state, transition, constraints):
     return decode(chunk, *constrained(constraints, chunk.layout, chunk.unary(state),
                                       transition))
 
-
-def _scores_or_stop(on_iteration, iteration, theta):
-    """``on_iteration``'s scores, and the (token, message) it gave for stopping (None if
-    none)."""
-    try:
-        return on_iteration(iteration, theta), None
-    except StopIteration as stop:
-        token, message, scores = stop.args
-        return scores, (token, message)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg.blas import daxpy
 
+from ._run import StopTraining
 from .specs import Array, Entries, Integer, ListOf, Number
 
 __all__ = ["minimize_lbfgs", "LBFGSResult", "CurvatureHistory", "pseudo_gradient"]
@@ -41,7 +42,7 @@ class LBFGSResult:
         returned.
     termination_condition : str
         Why it stopped, as a token: ``'converged'``, ``'max_iter'``,
-        ``'line_search_failed'``, or the token of a callback's ``StopIteration``.
+        ``'line_search_failed'``, or the reason of a callback's `StopTraining`.
     message : str
         The same in words.
     """
@@ -110,9 +111,8 @@ def minimize_lbfgs(
         Backtracking steps before giving up on an iteration.
     callback : callable, default=None
         ``callback(iteration, x) -> dict or None`` after every iteration; the dict is merged
-        into the iteration's log entry. Raising ``StopIteration(token, message, entry)``
-        ends the optimisation with that termination condition and message, and merges the
-        dict ``entry``.
+        into the iteration's log entry. Raising `StopTraining` ends the optimisation with its
+        termination condition and message, and merges its dict ``entry``.
     verbose : bool, default=False
         Print one line per iteration.
     checkpoint : object, default=None
@@ -190,9 +190,9 @@ def minimize_lbfgs(
         if callback is not None:
             try:
                 entry.update(callback(entry["num"], x) or {})
-            except StopIteration as stop:
-                reason, message, details = stop.args
-                entry.update(details)
+            except StopTraining as stop:
+                reason, message = stop.reason, stop.message
+                entry.update(stop.entry)
         log.append(entry)
         if verbose:
             print(_format_entry(entry, max_iterations), flush=True)

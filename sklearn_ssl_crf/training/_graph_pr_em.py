@@ -69,13 +69,13 @@ class ExpectationMaximisation:
         self.inverse_token_counts = np.divide(1.0, counts, out=np.zeros_like(counts),
                                               where=counts > 0)[:, None]
 
-    def run(self, theta, max_iterations, on_iteration):
+    def run(self, theta, max_iterations, iterates):
         """EM from the supervised optimum ``theta`` for at most ``max_iterations``
-        iterations; ``on_iteration(iteration, theta, q)`` after each (0: the start) may end
-        it with ``StopIteration``. Returns a `_training.Phase` whose state is q."""
+        iterations; ``iterates`` (`Iterates`) records each (0: the start) with q, and may
+        end the run. Returns a `Phase` whose state is q."""
         model, weight = self.model, self.weight
         if not self.unlabeled_data.chunks:
-            start = on_iteration(0, theta, None)
+            start, _ = iterates.record(0, theta)
             return Phase(theta, [dict(start, phase="EM", em_iteration=0)], 0)
         log = []
         terms = self._likelihood_terms(theta)
@@ -83,10 +83,8 @@ class ExpectationMaximisation:
         q = self._evaluate(theta, log_z, np.zeros((self.penalty.n_groups, self.n_labels)))
         likelihood = -(terms.value + self.fold.c1 * np.abs(theta).sum())
         objective = start_objective = likelihood - weight * q.objective
-        try:
-            scores = on_iteration(0, theta, q)
-        except StopIteration as stop:
-            scores = stop.args[2]
+        # A stop at the start is no stop: the EM runs at least one iteration.
+        scores, _ = iterates.record(0, theta, q)
         log.append(self._entry(0, objective, likelihood, q, scores,
                                estep_iterations=0, estep_objective=float(q.objective)))
         # With no weight on the unlabelled data theta cannot move: one E-step gives q.
@@ -127,18 +125,14 @@ class ExpectationMaximisation:
             q.objective = q.kl + self.lam * q.penalty
             previous, objective = objective, likelihood - weight * q.objective
             n_iter = iteration
-            stopped = None
-            try:
-                scores = on_iteration(iteration, theta, q)
-            except StopIteration as stop:
-                stopped, stop_message, scores = stop.args
+            scores, stopped = iterates.record(iteration, theta, q)
             log.append(self._entry(iteration, objective, likelihood, q, scores,
                                    estep_iterations=estep_iterations,
                                    estep_objective=float(estep_objective),
                                    kept_previous_q=kept_previous,
                                    mstep_iterations=m_iterations))
             if stopped is not None:
-                reason, message = stopped, stop_message
+                reason, message = stopped
                 break
             if objective - previous <= model.em_tol * (objective - start_objective):
                 reason, message = "converged", "J's rise below em_tol of its total"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..optim import StopTraining
 from ._selection import Iterates
 
 
@@ -72,7 +73,7 @@ class FoldRun:
 
 class LoggingCallback:
     """An L-BFGS callback that logs the dict ``parts`` (filled by the objective) with what
-    ``on_iteration`` returns, and passes its ``StopIteration`` on with them; its checkpoint
+    ``on_iteration`` returns, and passes its `StopTraining` on with them; its checkpoint
     state is ``on_iteration``'s."""
 
     def __init__(self, on_iteration, parts):
@@ -81,9 +82,9 @@ class LoggingCallback:
     def __call__(self, iteration, theta):
         try:
             return dict(self.parts, **self.on_iteration(iteration, theta))
-        except StopIteration as stop:
-            reason, message, entry = stop.args
-            raise StopIteration(reason, message, dict(self.parts, **entry))
+        except StopTraining as stop:
+            stop.entry = dict(self.parts, **stop.entry)
+            raise
 
     def checkpoint_state(self):
         return self.on_iteration.checkpoint_state()

@@ -10,15 +10,17 @@ import numpy as np
 from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
 
+from ..optim import StopTraining
 from ..optim.specs import Either, Integer, ListOf, Number
 
 
 class Iterates:
-    """Scores the iterates of one run on a held-out set, keeps the best, and stops the run
-    (``StopIteration``) after ``patience`` iterations without a better score.
+    """Scores the iterates of one run on a held-out set, keeps the best, and ends the run
+    after ``patience`` iterations without a better score.
 
-    Called as ``on_iteration(iteration, theta, state=None) -> dict`` by the phases, for
-    iteration 0 (the start) first. Without a held-out set it keeps the last iterate.
+    A phase that runs its own iterations calls `record` (iteration 0, the start, first);
+    as an L-BFGS callback, ``iterates(iteration, theta)`` raises `StopTraining` to end the
+    run. Without a held-out set it keeps the last iterate.
     """
 
     def __init__(self, score, patience):
@@ -26,10 +28,12 @@ class Iterates:
         self.scores = []
         self.best_iteration, self.best_theta, self.best_state = 0, None, None
 
-    def __call__(self, iteration, theta, state=None):
+    def record(self, iteration, theta, state=None):
+        """The iterate's log entry (its score), and ``(reason, message)`` if the run should
+        end here, else None."""
         if self.score is None:
             self.best_iteration, self.best_theta, self.best_state = iteration, theta, state
-            return {}
+            return {}, None
         value = float(self.score(theta, state))
         self.scores.append(value)
         if iteration == 0:
@@ -39,9 +43,15 @@ class Iterates:
                 iteration, np.array(theta), state)
         entry = {"validation_score": value}
         if self.patience and iteration - self.best_iteration >= self.patience:
-            raise StopIteration(
-                "no_improvement",
-                f"stopped: no better validation score in {self.patience} iterations", entry)
+            return entry, ("no_improvement",
+                           f"stopped: no better validation score in {self.patience} "
+                           "iterations")
+        return entry, None
+
+    def __call__(self, iteration, theta):
+        entry, stop = self.record(iteration, theta)
+        if stop is not None:
+            raise StopTraining(*stop, entry)
         return entry
 
     def checkpoint_state(self):
