@@ -29,7 +29,7 @@ from sklearn_ssl_crf.datasets import load_bc2gm
 from sklearn_ssl_crf.features import WindowFeatures
 from sklearn_ssl_crf.inference import ChainLayout, covariance_entropy_gradient, entropy_gradient
 from sklearn_ssl_crf.inference.entropy import entropy_batch
-from sklearn_ssl_crf.objective._weights import chunk_log_likelihood, chunk_unlabelled_terms
+from sklearn_ssl_crf.objective._weights import chunk_log_likelihood, chunk_unlabeled_terms
 from sklearn_ssl_crf.parallel import ChunkedSequences
 from sklearn_ssl_crf.utils._threads import single_threaded_blas
 
@@ -64,7 +64,7 @@ def cost_ratio(data_dir, repeat):
         labelled.sum(chunk_log_likelihood, state, transition)
 
     def entropy():
-        unlabelled.sum(chunk_unlabelled_terms, state, transition, "lattice")
+        unlabelled.sum(chunk_unlabeled_terms, state, transition, "lattice")
 
     with single_threaded_blas():
         t_supervised, t_entropy = best_time(supervised, repeat), best_time(entropy, repeat)
@@ -120,7 +120,7 @@ def parallel_speedup(sequences, codes, n_labels, state, transition, repeat):
     print("| evaluation | n_jobs=1, best (s) | n_jobs=2, best (s) | ratio of bests | "
           "median paired ratio |\n|---|---:|---:|---:|---:|")
     for name, labels, function, args in (
-            ("unlabelled terms (target >= 1.6x)", None, chunk_unlabelled_terms, ("lattice",)),
+            ("unlabelled terms (target >= 1.6x)", None, chunk_unlabeled_terms, ("lattice",)),
             ("supervised log-likelihood", codes, chunk_log_likelihood, ())):
         data = {n_jobs: ChunkedSequences(sequences, labels, n_labels, n_jobs=n_jobs)
                 for n_jobs in (1, 2)}
@@ -150,7 +150,7 @@ def memory(sequences, state, transition):
                      + chunk.matrix.indptr.nbytes for chunk in data.chunks)
         with single_threaded_blas():
             tracemalloc.start()
-            data.sum(chunk_unlabelled_terms, state, transition, "lattice")
+            data.sum(chunk_unlabeled_terms, state, transition, "lattice")
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
         print(f"| {len(subset):,} | {subset.n_tokens:,} | {stored / 1e6:.0f} | "

@@ -282,14 +282,14 @@ def worker_memory(pids, sampler):
 def build_data(model, X, y, stream):
     """The packed labelled and unlabelled data, built as `EntropyRegularizedCRF.fit` builds
     them, and the seconds of featurising and of packing."""
-    from sklearn_ssl_crf.estimators._base import unlabelled_sequences
-    from sklearn_ssl_crf.estimators._entropy_regularized import target_proportions
+    from sklearn_ssl_crf.estimators._base import unlabeled_sequences
+    from sklearn_ssl_crf.objective import target_proportions
 
     started = time.perf_counter()
     sequences, labelled, codes, streamed = model._fit_inputs_and_stream(X, y, stream,
                                                                         model.min_freq)
     featurised = time.perf_counter()
-    unlabelled = unlabelled_sequences(sequences, labelled)
+    unlabelled = unlabeled_sequences(sequences, labelled)
     labelled_data = model._chunked(sequences[labelled], codes)
     streamed.insert(0, sequences[unlabelled])
     unlabelled_data = model._chunked(streamed)  # empties streamed, freeing each block

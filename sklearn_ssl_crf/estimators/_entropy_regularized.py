@@ -16,13 +16,13 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
-from ..objective import entropy_regularised_objective
+from ..objective import entropy_regularised_objective, target_proportions
 from ..training import LoggingCallback, Phase
 from ..utils import unfitted_on_failure
 from ._base import unlabeled_sequences
 from ._semi_supervised_path import SELECTABLE, SemiSupervisedPath
 
-__all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF", "target_proportions"]
+__all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF"]
 
 
 class EntropyRegularizedCRF(SemiSupervisedPath):
@@ -506,20 +506,3 @@ transition_features_, size_, termination_condition_, vectorizer_
             verbose=verbose, n_jobs=n_jobs, checkpoint=checkpoint,
             checkpoint_every=checkpoint_every,
         )
-
-
-def target_proportions(label_proportions, classes, codes):
-    """The target label distribution ``pi`` in the order of ``classes``: normalised
-    ``label_proportions`` (label -> proportion; None: the frequencies of the labelled tokens'
-    ``codes`` (-1, unknown, not counted), add-one smoothed)."""
-    if label_proportions is None:
-        counts = np.bincount(codes[codes >= 0], minlength=len(classes)) + 1.0
-        return counts / counts.sum()
-    unknown = set(label_proportions) - set(classes)
-    if unknown:
-        raise ValueError(f"label_proportions has labels not in the training data: "
-                         f"{sorted(map(str, unknown))}")
-    target = np.array([float(label_proportions.get(label, 0.0)) for label in classes])
-    if not np.isfinite(target).all() or (target < 0).any() or target.sum() <= 0:
-        raise ValueError("label_proportions must be non-negative numbers with a positive sum")
-    return target / target.sum()

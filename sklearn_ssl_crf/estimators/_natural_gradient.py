@@ -15,6 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..metrics import has_spans
+from ..objective import target_proportions
 from ..optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from ..optim.transforms import TRANSFORMS
 from ..potentials import WeightLayout
@@ -28,7 +29,6 @@ from ..utils import (
 )
 from ._base import BaseCRF, unlabeled_sequences
 from ._crf import _check_dev_pair
-from ._entropy_regularized import target_proportions
 from ._init_weights import init_vector
 from ._sample_weights import labelled_weights
 

@@ -9,7 +9,7 @@ chunk, in any number of processes), and the posterior-regularisation E-step move
 token's factors by its group's row (He et al. 2013, eq. 20).
 
 Two penalties are defined: `GraphLaplacianPenalty` (groups are graph vertices) and
-`LabelProportionPenalty` (one group: every token).
+`LabelProportionPenalty` (one group: every token), whose target is `target_proportions`.
 """
 
 import numpy as np
@@ -236,3 +236,20 @@ class LabelProportionPenalty(MarginalPenalty):
             kl = float(target @ np.log(target / predicted[present]))
             # d/dM_s of -n_tokens * sum_s target_s log(M_s / n_tokens)
             return self.n_tokens * kl, (-self.target / predicted)[None, :]
+
+
+def target_proportions(label_proportions, classes, codes):
+    """The target label distribution ``pi`` in the order of ``classes``: normalised
+    ``label_proportions`` (label -> proportion; None: the frequencies of the labelled tokens'
+    ``codes`` (-1, unknown, not counted), add-one smoothed)."""
+    if label_proportions is None:
+        counts = np.bincount(codes[codes >= 0], minlength=len(classes)) + 1.0
+        return counts / counts.sum()
+    unknown = set(label_proportions) - set(classes)
+    if unknown:
+        raise ValueError(f"label_proportions has labels not in the training data: "
+                         f"{sorted(map(str, unknown))}")
+    target = np.array([float(label_proportions.get(label, 0.0)) for label in classes])
+    if not np.isfinite(target).all() or (target < 0).any() or target.sum() <= 0:
+        raise ValueError("label_proportions must be non-negative numbers with a positive sum")
+    return target / target.sum()
