@@ -48,7 +48,7 @@ import numpy as np
 from conll_features import DEFAULT_DATA
 from scipy.ndimage import gaussian_filter
 
-from sklearn_ssl_crf import CRF, GraphPRCRF, WindowFeatures, WindowRows
+from sklearn_ssl_crf import CRF, WindowFeatures, WindowRows
 from sklearn_ssl_crf.datasets import (
     load_bc2gm,
     load_conll2000,
@@ -57,12 +57,10 @@ from sklearn_ssl_crf.datasets import (
 )
 from sklearn_ssl_crf.graph import knn_graph, trigram_graph
 from sklearn_ssl_crf.graph._trigram import _trigram_occurrences
-from sklearn_ssl_crf.objective import GraphLaplacianPenalty
+from sklearn_ssl_crf.objective import GraphLaplacianPenalty, PosteriorRegularizationTerms
 from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
 from sklearn_ssl_crf.parallel import ChunkedSequences
 from sklearn_ssl_crf.potentials._weight_layout import WeightLayout
-from sklearn_ssl_crf.training._graph_pr_em import ExpectationMaximisation
-from sklearn_ssl_crf.training._records import Fold
 from sklearn_ssl_crf.utils._threads import single_threaded_blas
 from sklearn_ssl_crf.utils._validation import encode_labels
 
@@ -232,17 +230,15 @@ def estep_cost(X_pool, y_gold, n_labelled, graph, repeat, n_jobs=None):
     labelled_data = ChunkedSequences(unlabelled, codes, n_labels, n_jobs=n_jobs)
     layout = WeightLayout(crf.num_attributes_, n_labels)
     theta = layout.pack(crf.state_weights_, crf.transition_weights_)
-    model = GraphPRCRF(lam=1.0)
-    model.classes_ = crf.classes_
-    fold = Fold(None, layout, extra={"penalty": penalty, "unlabelled": data})
-    em = ExpectationMaximisation(model, fold, 1.0)
     supervised = penalised_negative_log_likelihood(labelled_data, layout, 1.0)
-    log_z = em._likelihood_terms(theta).log_z
+    terms = PosteriorRegularizationTerms(supervised, data, layout, penalty, lam=1.0,
+                                         weight=1.0)
+    log_z = terms.likelihood_terms(theta).log_z
     offsets = np.zeros((graph.n_vertices, n_labels))
     times = {"estep": [], "likelihood": []}
     with single_threaded_blas():
         for _ in range(repeat):
-            for name, run in (("estep", lambda: em._evaluate(theta, log_z, offsets)),
+            for name, run in (("estep", lambda: terms.auxiliary(theta, log_z, offsets)),
                               ("likelihood", lambda: supervised(theta))):
                 started = time.perf_counter()
                 run()

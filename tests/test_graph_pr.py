@@ -14,11 +14,10 @@ from sklearn.model_selection import GridSearchCV
 from sklearn_ssl_crf import CRF, GraphPRCRF, SequenceMatrix, WindowFeatures, WindowRows
 from sklearn_ssl_crf.datasets import load_ud_english_ewt, make_sequences, read_ocr_letters
 from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, trigram_graph
-from sklearn_ssl_crf.objective import GraphLaplacianPenalty
+from sklearn_ssl_crf.objective import GraphLaplacianPenalty, PosteriorRegularizationTerms
 from sklearn_ssl_crf.optim import CurvatureHistory, minimize_lbfgs
 from sklearn_ssl_crf.parallel import ChunkedSequences, _chunked
 from sklearn_ssl_crf.potentials._weight_layout import WeightLayout
-from sklearn_ssl_crf.training._graph_pr_em import ExpectationMaximisation
 from sklearn_ssl_crf.training._records import Fold
 
 
@@ -74,10 +73,11 @@ def tiny_problem():
     labelled_data = ChunkedSequences(labelled, rng.integers(0, n_labels, size=5), n_labels)
     fold = Fold(labelled_data, layout, c1=0.0, c2=0.1,
                 extra={"penalty": penalty, "unlabeled": data})
-    em = ExpectationMaximisation(model, fold, 0.7)
+    terms = PosteriorRegularizationTerms(model._supervised_objective(fold), data, layout,
+                                         penalty, lam=0.7, weight=1.3)
     theta = rng.normal(size=layout.size)
     offsets = rng.normal(size=(4, n_labels))
-    return em, sequences, penalty, layout, theta, offsets
+    return terms, sequences, penalty, layout, theta, offsets
 
 
 def enumerate_chain(unary, transition):
@@ -91,7 +91,7 @@ def enumerate_chain(unary, transition):
 
 
 def test_kl_expected_features_and_penalty_match_enumeration(tiny_problem):
-    em, sequences, penalty, layout, theta, offsets = tiny_problem
+    terms, sequences, penalty, layout, theta, offsets = tiny_problem
     state, transition = layout.unpack(theta)
     unary = np.asarray(sequences.matrix @ state)
     vertices = penalty.token_groups
@@ -108,12 +108,12 @@ def test_kl_expected_features_and_penalty_match_enumeration(tiny_problem):
             np.add.at(node[start + t], paths[:, t], q)
             if t:
                 np.add.at(edges, (paths[:, t - 1], paths[:, t]), q)
-    log_z = em._likelihood_terms(theta).log_z
-    auxiliary = em._evaluate(theta, log_z, offsets)
+    log_z = terms.likelihood_terms(theta).log_z
+    auxiliary = terms.auxiliary(theta, log_z, offsets)
     assert auxiliary.kl == pytest.approx(kl, rel=1e-10, abs=1e-12)
     assert auxiliary.penalty == pytest.approx(penalty(node)[0], rel=1e-10)
     assert auxiliary.objective == pytest.approx(kl + 0.7 * penalty(node)[0], rel=1e-10)
-    em._expected_features(auxiliary)
+    terms.expected_features(auxiliary)
     expected = layout.pack(np.asarray(sequences.matrix.T @ node), edges)
     np.testing.assert_allclose(auxiliary.features, expected, rtol=1e-10, atol=1e-12)
     assert auxiliary.expected_log_q == pytest.approx(expected_log_q, rel=1e-10)
@@ -122,14 +122,14 @@ def test_kl_expected_features_and_penalty_match_enumeration(tiny_problem):
 def test_expected_features_kept_by_the_chunks_equal_a_new_pass(tiny_problem):
     """q's expected features come from the marginals the chunks kept from its evaluation;
     once later evaluations replaced them, a new forward-backward gives the same floats."""
-    em, _, _, _, theta, offsets = tiny_problem
-    log_z = em._likelihood_terms(theta).log_z
-    kept = em._evaluate(theta, log_z, offsets)
-    em._expected_features(kept)
-    assert not any(chunk.kept for chunk in em.unlabeled_data.chunks)
-    replaced = em._evaluate(theta, log_z, offsets)
-    em._evaluate(theta, log_z, 2 * offsets)
-    em._expected_features(replaced)
+    terms, _, _, _, theta, offsets = tiny_problem
+    log_z = terms.likelihood_terms(theta).log_z
+    kept = terms.auxiliary(theta, log_z, offsets)
+    terms.expected_features(kept)
+    assert not any(chunk.kept for chunk in terms.unlabeled_data.chunks)
+    replaced = terms.auxiliary(theta, log_z, offsets)
+    terms.auxiliary(theta, log_z, 2 * offsets)
+    terms.expected_features(replaced)
     np.testing.assert_array_equal(kept.features, replaced.features)
     assert kept.expected_log_q == replaced.expected_log_q
 
@@ -165,10 +165,10 @@ def test_objectives_that_differ_by_a_linear_term_share_lbfgs_pairs():
 
 
 def test_m_step_gradient_matches_finite_differences(tiny_problem):
-    em, _, _, layout, theta, offsets = tiny_problem
-    q = em._evaluate(theta, em._likelihood_terms(theta).log_z, offsets)
-    em._expected_features(q)
-    objective = em._m_step_objective(q)
+    terms, _, _, layout, theta, offsets = tiny_problem
+    q = terms.auxiliary(theta, terms.likelihood_terms(theta).log_z, offsets)
+    terms.expected_features(q)
+    objective = terms.m_step_objective(q)
     _, gradient = objective(theta)
     step = 1e-6
     numeric = np.empty_like(theta)

@@ -23,7 +23,7 @@ ALLOWED = {
     "metrics": set(),
     "potentials": {"inference"},
     "parallel": {"inference", "potentials", "utils"},
-    "objective": {"inference", "parallel", "potentials"},
+    "objective": {"inference", "parallel", "potentials", "utils"},
     "graph": {"utils"},
     "features": {"datasets", "utils"},
     "training": {"inference", "objective", "optim", "parallel", "potentials", "utils"},

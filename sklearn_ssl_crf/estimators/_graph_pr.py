@@ -36,8 +36,8 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..graph import SimilarityGraph, resolve_graph
-from ..objective import GraphLaplacianPenalty
-from ..training import ExpectationMaximisation
+from ..objective import GraphLaplacianPenalty, PosteriorRegularizationTerms
+from ..training import EMSettings, ExpectationMaximisation
 from ..utils import (
     concatenate_inputs,
     sequence_lists,
@@ -388,7 +388,17 @@ vectorizer_
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                iterates):
-        em = ExpectationMaximisation(self, fold, strength["lam"])
+        terms = PosteriorRegularizationTerms(
+            self._supervised_objective(fold), fold.extra["unlabeled"], fold.layout,
+            fold.extra["penalty"], strength["lam"], self.unlabeled_weight)
+        settings = EMSettings(self.mstep_iterations, self.num_memories,
+                              self.estep_iterations, self.estep_eta, self.estep_tol,
+                              self.em_tol, fold.c1, self.verbose)
+
+        def minimize(objective, start, max_iterations):
+            return self._minimize(objective, start, max_iterations=max_iterations, c1=fold.c1)
+
+        em = ExpectationMaximisation(terms, settings, minimize)
         return em.run(theta, max_iterations, iterates)
 
     def _finish(self, problem, fold, result):

@@ -1,0 +1,203 @@
+"""The terms of graph-based posterior regularisation (He, Gillenwater & Taskar 2013),
+``J(theta, q) = L(theta) - weight * [KL(q || p_theta) + lam * h(q)]``: the auxiliary
+distribution q with its KL divergence and graph penalty (what the E-step moves), and the
+M-step's objective in theta. The EM that alternates them is `training`'s.
+"""
+
+import itertools
+import uuid
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..utils import single_threaded_blas
+from ._potentials import log_partition
+
+
+@dataclass
+class Auxiliary:
+    """The auxiliary distribution q: potentials ``X W + offsets[vertex]`` and transitions of
+    ``theta``, with what was computed of it."""
+
+    theta: np.ndarray
+    offsets: np.ndarray
+    kl: float                  # KL(q || p_theta'), theta' the last theta it was compared to
+    penalty: float             # h
+    objective: float           # kl + lam * h, at theta'
+
+    penalty_gradient: np.ndarray
+    key: str = None                    # under which the chunks keep q's marginals
+    features: np.ndarray = None        # E_q[F], packed as theta
+    expected_log_q: float = None       # E_q[log q]
+
+
+@dataclass
+class _LikelihoodTerms:
+    """At ``theta``: the supervised objective's ``value`` and ``gradient``, and the
+    unlabeled sequences' summed ``log_z`` and ``expected_features`` (packed as theta)."""
+
+    theta: np.ndarray
+    value: float
+    gradient: np.ndarray
+    log_z: float
+    expected_features: np.ndarray
+
+
+class PosteriorRegularizationTerms:
+    """graph-PR's terms over the chunks of one fit.
+
+    Parameters
+    ----------
+    supervised : callable
+        ``theta -> (value, gradient)`` of minus the labelled log-likelihood plus the L2
+        penalty (`penalised_negative_log_likelihood`).
+    unlabeled_data : ChunkedSequences
+        The unlabeled sequences, their tokens grouped by graph vertex.
+    layout : WeightLayout
+        How theta packs the weights.
+    penalty : GraphLaplacianPenalty
+        ``h``, over the unlabeled tokens' vertices.
+    lam, weight : float
+        The strength of ``h`` in q's objective, and of q's terms in ``J``.
+    """
+
+    def __init__(self, supervised, unlabeled_data, layout, penalty, lam, weight):
+        self.supervised, self.unlabeled_data, self.layout = supervised, unlabeled_data, layout
+        self.penalty, self.lam, self.weight = penalty, lam, weight
+        self._last_terms = None
+        # Keys of the work the chunks keep between evaluations: unique to this run.
+        self._keys = (f"{uuid.uuid4().hex}-{k}" for k in itertools.count())
+        self._keyed_theta = self._theta_key = None
+        tokens = penalty.token_groups[penalty.token_groups >= 0]
+        counts = np.bincount(tokens, minlength=penalty.n_groups).astype(np.float64)
+        # 1 / (unlabeled tokens of each vertex), 0 for none: averages of the E-step's start.
+        self.inverse_token_counts = np.divide(1.0, counts, out=np.zeros_like(counts),
+                                              where=counts > 0)[:, None]
+
+    # -- q and its objective, KL + lam h (the E-step's) ------------------------------------
+
+    def auxiliary(self, theta, log_z, offsets):
+        """q with these offsets at theta, whose log-partition is ``log_z``: KL(q ||
+        p_theta), h and its gradient."""
+        state, transition = self.layout.unpack(theta)
+        keys = (self._key_of(theta), next(self._keys))
+        with single_threaded_blas():
+            log_z_q, sums = self.unlabeled_data.sum(_chunk_auxiliary_statistics, state,
+                                                     transition, offsets, keys, False)
+        penalty, gradient = self.penalty.value_and_gradient(sums)
+        # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
+        kl = float(np.vdot(offsets, sums)) - log_z_q + log_z
+        return Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient,
+                         keys[1])
+
+    def _key_of(self, theta):
+        """The key of theta's unary potentials kept by the chunks: new for a new theta (the
+        EM replaces theta, never changes it in place)."""
+        if theta is not self._keyed_theta:
+            self._keyed_theta, self._theta_key = theta, next(self._keys)
+        return self._theta_key
+
+    def expected_features(self, q):
+        """Sets q's expected features and ``E_q[log q]``."""
+        state, transition = self.layout.unpack(q.theta)
+        keys = (self._key_of(q.theta), q.key)
+        with single_threaded_blas():
+            log_z_q, sums, d_state, d_transition = self.unlabeled_data.sum(
+                _chunk_auxiliary_statistics, state, transition, q.offsets, keys, True)
+            # The E-step is over: what the chunks kept of it is not needed again.
+            self.unlabeled_data.map(_chunk_forget)
+        q.features = self.layout.pack(d_state, d_transition)
+        q.expected_log_q = float(q.features @ q.theta + np.vdot(q.offsets, sums) - log_z_q)
+
+    def compared_at(self, q, expected_log_p):
+        """q (a copy, so that a q kept as an iterate's is not changed) with its KL and
+        objective against a new theta, given ``E_q[log p_theta]``: the start the next
+        E-step must beat."""
+        kl = q.expected_log_q - expected_log_p
+        return replace(q, kl=kl, objective=kl + self.lam * q.penalty)
+
+    def unary_shift(self, old_theta, new_theta):
+        """Per vertex, the mean over its unlabeled tokens of the change of theta's unary
+        potentials from ``old_theta`` to ``new_theta`` (zero for vertices without any)."""
+        difference = self.layout.unpack(new_theta)[0] - self.layout.unpack(old_theta)[0]
+        with single_threaded_blas():
+            sums = self.unlabeled_data.sum(_chunk_unary_group_sums, difference)[0]
+        return sums * self.inverse_token_counts
+
+    # -- the M-step's objective in theta -------------------------------------------------
+
+    def m_step_objective(self, q):
+        """``theta -> (value, gradient)`` of ``-L(theta) - weight * sum E_q[log p_theta]``.
+
+        Only the linear term ``-weight <E_q[F], theta>`` changes from one M-step to the
+        next, so the Hessian stays the same (the EM's L-BFGS keeps its correction pairs)."""
+        weight, features = self.weight, q.features
+
+        def objective(theta):
+            terms = self.likelihood_terms(theta)
+            gradient = np.subtract(terms.expected_features, features)
+            if weight != 1:
+                gradient *= weight
+            gradient += terms.gradient
+            return terms.value + weight * (terms.log_z - features @ theta), gradient
+
+        return objective
+
+    def likelihood_terms(self, theta):
+        """What the M-step's objective needs of theta, whatever q is: the supervised part's
+        value and gradient, and the unlabeled sequences' log-partition and expected
+        features. The last theta's are kept: the EM's log-partition after an M-step and the
+        next M-step's first evaluation are at the M-step's last theta."""
+        last = self._last_terms
+        if last is not None and np.array_equal(last.theta, theta):
+            return last
+        value, gradient = self.supervised(theta)
+        state, transition = self.layout.unpack(theta)
+        with single_threaded_blas():
+            log_z, d_state, d_transition = self.unlabeled_data.sum(
+                _chunk_log_partition, state, transition)
+        self._last_terms = _LikelihoodTerms(np.array(theta), value, gradient, log_z,
+                                            self.layout.pack(d_state, d_transition))
+        return self._last_terms
+
+
+def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, keys,
+                                features):
+    """A chunk's ``sum log Z_q`` and q's marginal sums per vertex; with ``features``, also
+    q's expected state and transition features.
+
+    ``keys``: theta's and q's. The chunk keeps theta's unary potentials, which every
+    evaluation of an E-step shares, and q's marginals, from which the expected features
+    of the E-step's last q are taken without a second forward-backward (`keep`; another
+    process may hold the chunk next time, and then computes them again)."""
+    theta_key, q_key = keys
+    kept = chunk.recall("q", q_key)
+    if kept is None:
+        unary = chunk.recall("unary", theta_key)
+        if unary is None:
+            unary = chunk.keep("unary", theta_key, chunk.unary(state))
+        log_z, node_marginals, edge_marginal_sum = log_partition(
+            chunk, unary + chunk.group_matrix.T @ offsets, transition, workspace)
+        kept = chunk.keep("q", q_key, (log_z, np.asarray(chunk.group_matrix @ node_marginals),
+                                       node_marginals.copy(), edge_marginal_sum.copy()))
+    log_z, sums, node_marginals, edge_marginal_sum = kept
+    if not features:
+        return log_z, sums.copy()
+    return log_z, sums.copy(), chunk.weight_gradient(node_marginals), edge_marginal_sum.copy()
+
+
+def _chunk_forget(chunk, workspace):
+    chunk.forget()
+
+
+def _chunk_unary_group_sums(chunk, workspace, state):
+    """A chunk's unary potentials under ``state`` summed per vertex (the unary potentials
+    are linear in the state weights, so a difference of weights gives the difference)."""
+    return (np.asarray(chunk.group_matrix @ chunk.unary(state)),)
+
+
+def _chunk_log_partition(chunk, workspace, state, transition):
+    """A chunk's ``sum log Z`` and expected features under theta."""
+    log_z, node_marginals, edge_marginal_sum = log_partition(chunk, chunk.unary(state),
+                                                             transition, workspace)
+    return log_z, chunk.weight_gradient(node_marginals), edge_marginal_sum
