@@ -19,7 +19,8 @@ from sklearn_ssl_crf import (
     SelfTrainingCRF,
 )
 from sklearn_ssl_crf.datasets import make_sequences
-from sklearn_ssl_crf.objective import log_likelihood
+from sklearn_ssl_crf.inference import chain_lattice
+from sklearn_ssl_crf.objective import log_likelihood, sequence_log_likelihood
 from sklearn_ssl_crf.objective._potentials import _partial_log_likelihood
 from sklearn_ssl_crf.potentials import PackedSequences
 
@@ -105,7 +106,7 @@ def test_every_label_known_gives_the_full_likelihood(order):
     assert not packed.partial
     unary = unary[packed.layout.order]
     full = log_likelihood(packed, unary, transition)
-    clamped = _partial_log_likelihood(packed, unary, unary, transition, None)
+    clamped = _partial_log_likelihood(packed, unary, unary, transition, chain_lattice, None)
     assert clamped[0] == pytest.approx(full[0], abs=1e-10)
     np.testing.assert_allclose(clamped[1], full[1], atol=1e-12)
     np.testing.assert_allclose(clamped[2], full[2], atol=1e-12)
@@ -175,8 +176,8 @@ def test_the_objective_with_partial_sequences_against_finite_differences():
 
 
 def test_ngd_single_sequence_and_batch_gradients_agree_on_partial_sequences():
-    """Two independent paths: chain_statistics with a clamped pass (one sequence) and the
-    batched likelihood."""
+    """Two independent kernels under the one likelihood: chain_statistics (one sequence)
+    and the batched lattice."""
     X, _, partial = partial_corpus()
     model = NaturalGradientCRF(c2=0.1, max_iterations=1, random_state=0).fit(X[:20],
                                                                              partial[:20])
@@ -274,3 +275,29 @@ def test_token_entropies_are_those_of_the_marginals(constraints):
         np.testing.assert_allclose(h, expected, atol=1e-10)
     assert crf.predict_token_entropy([]) == []
     assert crf.predict_marginals([], as_arrays=True) == []
+
+
+@pytest.mark.parametrize("order", [1, 2])
+@pytest.mark.parametrize("known_share", [1.0, 0.6])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_one_likelihood_with_either_kernel(order, known_share, weighted):
+    """The single-sequence likelihood of stochastic training (chain_statistics) is the
+    batched one (chain_lattice), known labels, sample weight and label costs included."""
+    rng = np.random.default_rng(7)
+    n, n_labels, n_attributes = 9, 3, 5
+    labels = rng.integers(0, n_labels, size=n)
+    labels[rng.random(n) > known_share] = -1
+    matrix = sp.csr_matrix(rng.normal(size=(n, n_attributes)))
+    packed = PackedSequences(matrix, [n], labels, n_labels, order=order,
+                             weights=np.array([2.5]) if weighted else None,
+                             label_costs=np.array([0.0, 0.7, 1.3]))
+    assert packed.partial == (known_share < 1)
+    unary = packed.unary(rng.normal(size=(n_attributes, n_labels)))
+    shape = (n_labels + 1, n_labels, n_labels) if order == 2 else (n_labels, n_labels)
+    transition = rng.normal(size=shape)
+    single = sequence_log_likelihood(packed, unary, transition)
+    batched = [np.copy(part) for part in log_likelihood(packed, unary, transition)]
+    assert single[0] == pytest.approx(float(batched[0]), rel=1e-12)
+    np.testing.assert_allclose(single[1], batched[1], atol=1e-12)
+    np.testing.assert_allclose(single[2], batched[2], atol=1e-12)
+    assert abs(float(batched[0])) > 1 and np.abs(batched[2]).max() > 1e-2

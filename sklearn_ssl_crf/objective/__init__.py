@@ -15,6 +15,7 @@ from ._posterior_regularization import PosteriorRegularizationTerms as Posterior
 from ._potentials import clamp_unary as clamp_unary
 from ._potentials import cost_augmented as cost_augmented
 from ._potentials import label_count_gradient, log_likelihood, log_partition, unlabelled_terms
+from ._potentials import sequence_log_likelihood as sequence_log_likelihood
 from ._weights import add_unlabeled_terms as add_unlabeled_terms
 from ._weights import chunk_log_likelihood as chunk_log_likelihood
 from ._weights import entropy_regularised_objective as entropy_regularised_objective

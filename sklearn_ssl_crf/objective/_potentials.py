@@ -5,7 +5,7 @@ Mapping these gradients to weights is `PackedSequences.weight_gradient`, written
 
 import numpy as np
 
-from ..inference import chain_lattice
+from ..inference import chain_lattice, chain_statistics
 from ..inference.covariance import covariance_entropy_gradient
 from ..inference.entropy import additive_expectation_batch
 
@@ -62,12 +62,48 @@ def log_likelihood(packed, unary, transition, workspace=None):
     >>> bool(np.isclose(value, 3 * np.log(0.5)))                # 3 tokens, 2 labels
     True
     """
+    return _log_likelihood(packed, unary, transition, chain_lattice, workspace)
+
+
+def sequence_log_likelihood(packed, unary, transition):
+    """`log_likelihood` of one sequence by the per-chain kernel `chain_statistics` (at
+    first order): stochastic training's single-sequence steps, where the batched
+    lattice's set-up would cost more than the recursions."""
+    return _log_likelihood(packed, unary, transition, _one_chain_lattice, None)
+
+
+class _OneChain:
+    """`chain_statistics`'s results, read as `log_likelihood` reads a lattice."""
+
+    def __init__(self, log_z, node_marginals, edge_marginal_sum):
+        self.log_z = np.array([log_z])
+        self._node_marginals, self._edge_marginal_sum = node_marginals, edge_marginal_sum
+
+    def node_marginals(self, overwrite=False):
+        return self._node_marginals
+
+    def edge_marginal_sum(self, row_weights=None):
+        # One sequence: every row has its weight.
+        return (self._edge_marginal_sum if row_weights is None
+                else row_weights[0] * self._edge_marginal_sum)
+
+
+def _one_chain_lattice(unary, transition, layout, workspace):
+    if transition.ndim == 3:  # `chain_statistics` runs the batched pair lattice
+        return chain_lattice(unary, transition, layout, workspace)
+    return _OneChain(*chain_statistics(unary, transition))
+
+
+def _log_likelihood(packed, unary, transition, lattice_of, workspace):
+    """`log_likelihood`, with ``lattice_of(unary, transition, layout, workspace)`` the
+    forward-backward."""
     partition_unary = (unary if packed.margins is None
                        else cost_augmented(unary, packed.labels, packed.margins))
     if packed.partial:
-        return _partial_log_likelihood(packed, unary, partition_unary, transition, workspace)
+        return _partial_log_likelihood(packed, unary, partition_unary, transition,
+                                       lattice_of, workspace)
     row_weights = packed.row_weights
-    lattice = chain_lattice(partition_unary, transition, packed.layout, workspace)
+    lattice = lattice_of(partition_unary, transition, packed.layout, workspace)
     d_transition = packed.transition_counts - lattice.edge_marginal_sum(row_weights)
     d_unary = lattice.node_marginals(overwrite=True)
     np.negative(d_unary, out=d_unary)
@@ -77,8 +113,9 @@ def log_likelihood(packed, unary, transition, workspace=None):
     if row_weights is not None:
         d_unary *= row_weights[:, None]
         gold_unary = gold_unary * row_weights
-    seen = packed.transition_counts != 0   # the others may be -inf (not allowed)
-    gold_score = gold_unary.sum() + packed.transition_counts[seen] @ transition[seen]
+    seen = packed.transition_entries
+    gold_score = (gold_unary.sum()
+                  + packed.transition_counts.ravel()[seen] @ transition.ravel()[seen])
     return gold_score - _weighted_sum(lattice.log_z, packed), d_unary, d_transition
 
 
@@ -110,7 +147,8 @@ def clamp_unary(unary, labels):
     return clamped
 
 
-def _partial_log_likelihood(packed, unary, partition_unary, transition, workspace):
+def _partial_log_likelihood(packed, unary, partition_unary, transition, lattice_of,
+                            workspace):
     """`log_likelihood` where some labels are unknown (Tsuboi et al. 2008): each
     sequence's ``log sum_{y consistent with its known labels} p(y | x)``, the log partition
     function of the lattice clamped to the known labels minus the free one's (over
@@ -118,7 +156,7 @@ def _partial_log_likelihood(packed, unary, partition_unary, transition, workspac
     lattice's marginals minus the free ones'."""
     clamped = clamp_unary(unary, packed.labels)
     # Its own work arrays: the free lattice below reuses the workspace's.
-    clamped_lattice = chain_lattice(clamped, transition, packed.layout)
+    clamped_lattice = lattice_of(clamped, transition, packed.layout, None)
     clamped_log_z = clamped_lattice.log_z
     impossible = np.flatnonzero(np.isneginf(clamped_log_z))
     if impossible.size:
@@ -130,7 +168,7 @@ def _partial_log_likelihood(packed, unary, partition_unary, transition, workspac
     row_weights = packed.row_weights
     clamped_edges = clamped_lattice.edge_marginal_sum(row_weights)
     d_unary = clamped_lattice.node_marginals(overwrite=True)
-    lattice = chain_lattice(partition_unary, transition, packed.layout, workspace)
+    lattice = lattice_of(partition_unary, transition, packed.layout, workspace)
     d_transition = clamped_edges - lattice.edge_marginal_sum(row_weights)
     d_unary -= lattice.node_marginals()
     if row_weights is not None:

@@ -47,6 +47,9 @@ class PackedSequences:
         How often label ``i`` is followed by label ``j`` in the labelled sequences (both
         known); at order 2, of shape (n_labels + 1, n_labels, n_labels), the counts of the
         transition tensor's entries (`inference.second_order`) whose labels are all known.
+    transition_entries : ndarray of int64 or None
+        The flat indices of ``transition_counts``' non-zero entries (the others' potentials
+        may be -inf: not allowed).
     label_index : ndarray of int64 or None
         Index of every token's label in a raveled (n_tokens, n_labels) array; None when
         some labels are unknown.
@@ -77,13 +80,15 @@ class PackedSequences:
         if weights is not None and not np.all(weights == 1.0):
             self.weights = np.asarray(weights, dtype=np.float64)
             self.row_weights = self.weights[self.layout.sequence_order][self.layout.row_slots]
-        self.labels = self.transition_counts = self.label_index = self.margins = None
+        self.labels = self.transition_counts = self.transition_entries = None
+        self.label_index = self.margins = None
         self.partial = False
         if labels is not None:
             labels = np.asarray(labels, dtype=np.int64)
             self.labels = labels[self.layout.order]
             self.transition_counts = transition_counts(labels, self.lengths, n_labels, order,
                                                        self.weights)
+            self.transition_entries = np.flatnonzero(self.transition_counts)
             self.partial = bool((labels < 0).any())
             if label_costs is not None and np.any(label_costs != 0):
                 self.margins = np.where(self.labels >= 0, label_costs[self.labels], 0.0)

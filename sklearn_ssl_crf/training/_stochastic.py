@@ -6,13 +6,12 @@ terms of `objective` (the unlabelled ones with a running mean of the label propo
 import numpy as np
 import scipy.sparse as sp
 
-from ..inference import Workspace, chain_statistics
+from ..inference import Workspace
 from ..objective import (
     LabelProportionPenalty,
     add_unlabeled_terms,
     chunk_log_likelihood,
-    clamp_unary,
-    cost_augmented,
+    sequence_log_likelihood,
 )
 from ..optim.specs import Array, Either, ListOf, Number
 from ..potentials import (
@@ -20,7 +19,6 @@ from ..potentials import (
     WeightLayout,
     observed_weight_masks,
     seen_structure,
-    transition_counts,
 )
 from ._checkpoints import digest
 
@@ -41,7 +39,8 @@ class StochasticSamples:
     ``-gamma * sum p log p + proportion_weight * n_tokens * KL(target || pi_hat)`` over the
     step's unlabelled tokens (the terms of `EntropyRegularizedCRF`, sampled), ``pi_hat``
     the running mean marginal of the unlabelled tokens.
-    A labelled sequence alone runs `chain_statistics`, other batches the batched kernels.
+    A labelled sequence alone runs `sequence_log_likelihood`, other batches the batched
+    kernels.
     Either way the batch's local feature matrices are built at its first step and kept
     (``prepared``, keyed by sequence, may be shared with other samples of the same labelled
     sequences), and ``batches`` holds the composition of larger batches.
@@ -129,26 +128,15 @@ class StochasticSamples:
         return allowed
 
     def _prepare(self, i):
-        """Attributes of labelled sequence ``i``, its feature matrix over them and its
-        transpose (CSR both), its label codes (-1: unknown), its gold transitions (flat
-        indices into the transition potentials, counts; None when labels are unknown), its
-        weight, its tokens' margins (label costs; None without), and its gold entries of
-        the (n, S) unary array (None when labels are unknown)."""
+        """Attributes of labelled sequence ``i``, the sequence packed over them (with its
+        labels, weight and label costs), and its feature matrix's transpose (CSR)."""
         first, stop = self.sequences.offsets[i], self.sequences.offsets[i + 1]
         columns, local = _local_matrix(self.sequences.matrix[first:stop])
-        n_labels = self.n_labels
-        labels = self.codes[first:stop]
-        weight = 1.0 if self.weights is None else float(self.weights[i])
-        margins = (None if self.label_costs is None
-                   else np.where(labels >= 0, self.label_costs[labels], 0.0))
-        if (labels < 0).any():
-            # Some labels unknown: the clamped pass of `_sequence_gradient` reads them.
-            return columns, local, local.T.tocsr(), labels, None, None, weight, margins, None
-        gold = np.arange(labels.size) * n_labels + labels
-        all_counts = transition_counts(labels, np.array([labels.size]), n_labels, self.order)
-        entries = np.flatnonzero(all_counts)
-        return (columns, local, local.T.tocsr(), labels, entries,
-                all_counts.ravel()[entries].astype(np.float64), weight, margins, gold)
+        packed = PackedSequences(
+            local, [stop - first], self.codes[first:stop], self.n_labels, order=self.order,
+            weights=None if self.weights is None else self.weights[i:i + 1],
+            label_costs=self.label_costs)
+        return columns, packed, local.T.tocsr()
 
     def _prepare_batch(self, batch):
         """Attributes of the sequences ``batch``, and its labelled and unlabelled sequences
@@ -211,27 +199,13 @@ class StochasticSamples:
             -1, self.n_labels)
 
     def _sequence_gradient(self, trainer, prepared):
-        columns, local, local_t, labels, entries, counts, weight, margins, gold = prepared
-        unary = local @ trainer.state_rows(columns)
-        transition = self._potentials(trainer)
-        # The partition function's potentials: with label costs, `log_likelihood`'s.
-        log_z, d_unary, d_transition = chain_statistics(
-            unary if margins is None else cost_augmented(unary, labels, margins), transition)
-        if entries is None:
-            # Partially labelled: the observed counts are expectations given the known
-            # labels (`log_likelihood`).
-            known_log_z, known_unary, known_transition = chain_statistics(
-                clamp_unary(unary, labels), transition)
-            loss = log_z - known_log_z
-            d_unary -= known_unary
-            d_transition -= known_transition
-        else:
-            loss = log_z - unary.ravel()[gold].sum() - transition.ravel()[entries] @ counts
-            d_unary.ravel()[gold] -= 1.0
-            d_transition.ravel()[entries] -= counts
-        if weight != 1.0:
-            loss, d_unary, d_transition = weight * loss, weight * d_unary, weight * d_transition
-        return loss, columns, local_t @ d_unary, self._transition_gradient(d_transition)
+        columns, packed, local_t = prepared
+        value, d_unary, d_transition = sequence_log_likelihood(
+            packed, packed.unary(trainer.state_rows(columns)), self._potentials(trainer))
+        # The loss is minus the log-likelihood (both arrays are this call's own).
+        np.negative(d_unary, out=d_unary)
+        np.negative(d_transition, out=d_transition)
+        return -value, columns, local_t @ d_unary, self._transition_gradient(d_transition)
 
     def _batch_gradient(self, trainer, prepared):
         columns, labelled, unlabeled = prepared
