@@ -304,8 +304,9 @@ def fixed_fold(model, labelled_data, layout):
     """The labelled data at OBJECTIVE's priors, as fit's training path holds it."""
     from sklearn_ssl_crf.training._records import Fold
 
+    # No restriction to the labelled attributes: the start runs over every weight.
     return Fold(labelled_data, layout, c1=OBJECTIVE["c1"], c2=OBJECTIVE["c2"],
-                extra={"target": model.target_proportions_})
+                restricted=(None, None))
 
 
 def supervised_start(model, fold):
@@ -367,7 +368,8 @@ def measure_scale(job):
         start = supervised_start(model, fold)
         supervised_s = time.perf_counter() - started
         objective, _ = model._semi_supervised_objective(
-            fold, unlabelled_data, OBJECTIVE["gamma"], OBJECTIVE["proportion_weight"])
+            fold, unlabelled_data, model.target_proportions_, OBJECTIVE["gamma"],
+            OBJECTIVE["proportion_weight"])
         find_workers = worker_pid_finder(mode, client)
         # fit's BLAS setting. Warm-up: the first evaluation starts the loky workers, and
         # each process's first pass over its memory-mapped chunks faults their pages in.

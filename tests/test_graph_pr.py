@@ -71,8 +71,7 @@ def tiny_problem():
     model.classes_ = list(range(n_labels))
     labelled = SequenceMatrix(sp.csr_matrix(rng.normal(size=(5, n_features))), [0, 2, 5])
     labelled_data = ChunkedSequences(labelled, rng.integers(0, n_labels, size=5), n_labels)
-    fold = Fold(labelled_data, layout, c1=0.0, c2=0.1,
-                extra={"penalty": penalty, "unlabeled": data})
+    fold = Fold(labelled_data, layout, c1=0.0, c2=0.1)
     terms = PosteriorRegularizationTerms(model._supervised_objective(fold), data, layout,
                                          penalty, lam=0.7, weight=1.3)
     theta = rng.normal(size=layout.size)

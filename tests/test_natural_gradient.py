@@ -403,8 +403,9 @@ def test_full_batch_loss_is_minus_the_entropy_objective(synthetic):
     layout = WeightLayout(model.num_attributes_, len(index))
     labelled = ChunkedSequences(sequences[np.arange(30)], codes, len(index))
     unlabeled = ChunkedSequences(sequences[np.arange(30, 70)])
-    fold = Fold(labelled, layout, c1=0.0, c2=0.0, extra={"target": model.target_proportions_})
-    objective, _ = reference._semi_supervised_objective(fold, unlabeled, 0.3, 2.0)
+    fold = Fold(labelled, layout, c1=0.0, c2=0.0)
+    objective, _ = reference._semi_supervised_objective(fold, unlabeled,
+                                                        model.target_proportions_, 0.3, 2.0)
     value, gradient = objective(layout.pack(theta_state, theta_transition))
     assert loss == pytest.approx(value, rel=1e-10)
     full = np.zeros_like(theta_state)

@@ -48,8 +48,9 @@ def test_full_objective_and_its_gradient(order, method, gamma, weight):
     problem = model._prepare(X, y, X_unlabeled)
     fold = model._fold(problem, np.arange(problem.n_labelled))
     model._set_priors(fold, {"c1": 0.0, "c2": 0.3})
-    objective, parts = model._semi_supervised_objective(
-        fold, problem.extra["unlabeled"], gamma, weight)
+    target = model._target(fold)
+    objective, parts = model._semi_supervised_objective(fold, fold.unlabeled, target, gamma,
+                                                        weight)
     theta = np.random.default_rng(0).normal(scale=0.5, size=fold.layout.size)
     value, gradient = objective(theta)
 
@@ -60,7 +61,6 @@ def test_full_objective_and_its_gradient(order, method, gamma, weight):
     marginals = [[m[label] for label in model.classes_] for sequence in
                  model.predict_marginals(X_unlabeled) for m in sequence]
     predicted = np.mean(marginals, axis=0)
-    target = fold.extra["target"]
     kl = float(np.sum(target[target > 0] * np.log(target[target > 0] / predicted[target > 0])))
     supervised = model._supervised_objective(fold)(theta)[0]
     expected = supervised + gamma * entropy + weight * len(marginals) * kl

@@ -12,7 +12,6 @@ target label distribution. Training fits the supervised CRF first, then ascends 
 objective from that optimum. They differ only in how the entropy gradient is computed.
 """
 
-import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
@@ -319,24 +318,18 @@ vectorizer_
         streamed.insert(0, sequences[unlabeled])
         problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight)
         del sequences
-        problem.extra["unlabeled"] = self._chunked(streamed)
+        problem.unlabeled = self._chunked(streamed)
         return problem
-
-    def _fold(self, problem, train):
-        fold = super()._fold(problem, train)
-        codes = np.concatenate([problem.codes[i] for i in train])
-        fold.extra["target"] = target_proportions(self.label_proportions, self.classes_,
-                                                  codes)
-        return fold
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                iterates):
-        unlabeled = problem.extra["unlabeled"]
+        unlabeled = fold.unlabeled
         gamma, weight = strength["gamma"], strength["proportion_weight"]
         start, _ = iterates.record(0, theta)
         if not unlabeled.chunks or (gamma == 0 and weight == 0) or max_iterations == 0:
             return Phase(theta, [dict(start, num=0, phase="semi-supervised")], 0)
-        objective, parts = self._semi_supervised_objective(fold, unlabeled, gamma, weight)
+        objective, parts = self._semi_supervised_objective(fold, unlabeled, self._target(fold),
+                                                           gamma, weight)
         objective(theta)  # iteration 0's entry: the objective's parts at the start
         log = [dict(parts, num=0, phase="semi-supervised", **start)]
         result = self._minimize(objective, theta, LoggingCallback(iterates, parts),
@@ -346,14 +339,19 @@ vectorizer_
                      result.message)
 
     def _finish(self, problem, fold, result):
-        self.target_proportions_ = fold.extra["target"]
+        self.target_proportions_ = self._target(fold)
 
-    def _semi_supervised_objective(self, fold, unlabeled_data, gamma, weight):
+    def _target(self, fold):
+        """The label proportions of the unlabeled tokens' penalty: the user's, or the
+        run's labelled tokens'."""
+        return target_proportions(self.label_proportions, self.classes_, fold.codes)
+
+    def _semi_supervised_objective(self, fold, unlabeled_data, target, gamma, weight):
         """``theta -> (value, gradient)`` of minus the full objective, and a dict holding the
         parts of the last evaluation."""
         return entropy_regularised_objective(
-            fold.labelled, unlabeled_data, fold.layout, fold.l2_strengths(),
-            fold.extra["target"], gamma, weight, self.entropy_gradient)
+            fold.labelled, unlabeled_data, fold.layout, fold.l2_strengths(), target, gamma,
+            weight, self.entropy_gradient)
 
 
 class SemiSupervisedCRF(EntropyRegularizedCRF):

@@ -28,6 +28,7 @@ regulariser by it keeps EM a coordinate ascent on J for any ``delta``.
   are computed once per E-step, and each evaluation costs one forward-backward per sequence.
 """
 
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -37,7 +38,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..graph import SimilarityGraph, resolve_graph
 from ..objective import GraphLaplacianPenalty, PosteriorRegularizationTerms
-from ..training import EMSettings, ExpectationMaximisation
+from ..training import EMSettings, ExpectationMaximisation, Fold, Problem
 from ..utils import (
     concatenate_inputs,
     sequence_lists,
@@ -360,37 +361,32 @@ vectorizer_
         self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key)
         problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight,
                                          n_given)
-        problem.extra.update(sequences=sequences, labelled_index=labelled, y=y,
-                             unlabeled_index=unlabeled_sequences(sequences, labelled))
-        return problem
+        return _GraphProblem(**vars(problem), sequences=sequences, labelled_index=labelled,
+                             y=y, unlabeled_index=unlabeled_sequences(sequences, labelled))
 
     def _fold(self, problem, train):
         """The fold's labelled sequences, and as unlabelled the others: the unlabelled
         sequences and the held-out labelled ones (the graph, built on all, stays valid)."""
         fold = super()._fold(problem, train)
-        extra = problem.extra
-        sequences, labelled_index = extra["sequences"], extra["labelled_index"]
+        sequences, labelled_index = problem.sequences, problem.labelled_index
         held = np.setdiff1d(np.arange(problem.n_labelled), train)
-        unlabeled = np.union1d(extra["unlabeled_index"], labelled_index[held])
+        unlabeled = np.union1d(problem.unlabeled_index, labelled_index[held])
         codes = np.concatenate([problem.codes[i] for i in train])
         penalty = self._graph_penalty(sequences, labelled_index[train], unlabeled, codes)
         held_sequences = labelled_index[held]
         vertices = self.graph_.token_vertices[_token_indices(sequences, held_sequences)]
-        fold.extra.update(penalty=penalty, unlabeled_index=unlabeled,
-                          held_data=self._chunked(sequences[held_sequences], groups=vertices,
-                                                  n_groups=penalty.n_groups)
-                          if held.size else None,
-                          labelled_index=labelled_index[train],
-                          unlabeled=self._chunked(sequences[unlabeled],
-                                                   groups=penalty.token_groups,
-                                                   n_groups=penalty.n_groups))
-        return fold
+        held_data = (self._chunked(sequences[held_sequences], groups=vertices,
+                                   n_groups=penalty.n_groups) if held.size else None)
+        fold.unlabeled = self._chunked(sequences[unlabeled], groups=penalty.token_groups,
+                                       n_groups=penalty.n_groups)
+        return _GraphFold(**vars(fold), penalty=penalty, held_data=held_data,
+                          labelled_index=labelled_index[train], unlabeled_index=unlabeled)
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                iterates):
         terms = PosteriorRegularizationTerms(
-            self._supervised_objective(fold), fold.extra["unlabeled"], fold.layout,
-            fold.extra["penalty"], strength["lam"], self.unlabeled_weight)
+            self._supervised_objective(fold), fold.unlabeled, fold.layout, fold.penalty,
+            strength["lam"], self.unlabeled_weight)
         settings = EMSettings(self.mstep_iterations, self.num_memories,
                               self.estep_iterations, self.estep_eta, self.estep_tol,
                               self.em_tol, fold.c1, self.verbose)
@@ -403,8 +399,8 @@ vectorizer_
 
     def _finish(self, problem, fold, result):
         self.transduction_ = self._transduction(
-            problem.extra["y"], fold.extra["labelled_index"], fold.extra["unlabeled_index"],
-            fold.extra["unlabeled"], fold.layout, result.state, problem.extra["sequences"])
+            problem.y, fold.labelled_index, fold.unlabeled_index, fold.unlabeled, fold.layout,
+            result.state, problem.sequences)
 
     def _graph_penalty(self, sequences, labelled, unlabeled, codes):
         """The Laplacian penalty of the unlabelled tokens, seeded by the labelled ones."""
@@ -454,7 +450,8 @@ vectorizer_
     def _held_out_predictor(self, fold):
         """q's labels of the fold's held-out sequences, unlabelled in its fit: the
         transductive labels the fit gives them (better than theta's on handwriting)."""
-        held = fold.extra.get("held_data")
+        # The priors' supervised fits run on the labelled part alone (a plain `Fold`).
+        held = fold.held_data if isinstance(fold, _GraphFold) else None
         if held is None:
             return None
         return lambda q: self._q_labels(held, fold.layout, q)
@@ -471,3 +468,27 @@ def _token_indices(sequences, chosen):
     offsets = sequences.offsets
     return np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in chosen]
                           + [np.zeros(0, dtype=np.intp)])
+
+
+@dataclass
+class _GraphProblem(Problem):
+    """The training data, and all of X as the graph sees it: the sequences (labelled and
+    not, in input order), the labelled ones' and the unlabeled ones' indices in it, and
+    the labels given (None: an unlabeled sequence)."""
+
+    sequences: object = None
+    labelled_index: np.ndarray = None
+    y: list = None
+    unlabeled_index: np.ndarray = None
+
+
+@dataclass
+class _GraphFold(Fold):
+    """A run's data, and the graph's: the Laplacian penalty over the run's unlabeled
+    tokens, its held-out labelled sequences packed by vertex (None in a fit on all), and
+    the indices in X of its labelled and unlabeled sequences."""
+
+    penalty: object = None
+    held_data: object = None
+    labelled_index: np.ndarray = None
+    unlabeled_index: np.ndarray = None

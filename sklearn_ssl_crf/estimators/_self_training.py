@@ -1,13 +1,13 @@
 """`SelfTrainingCRF`: the self-training baseline of Jiao et al. (2006), §5.1."""
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from numbers import Integral
 
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
-from ..training import Phase
+from ..training import Phase, Problem
 from ..utils import single_threaded_blas, unfitted_on_failure
 from ._base import unlabeled_sequences
 from ._label_constraints import constrained
@@ -226,16 +226,17 @@ vectorizer_
         unlabeled = unlabeled_sequences(sequences, labelled)
         # Parts laid end to end: the unlabelled sequences of X, then the stream's blocks.
         parts = [sequences[unlabeled], *streamed]
-        problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight)
+        problem = _SelfTrainingProblem(**vars(self._labelled_problem(
+            sequences, labelled, codes, y, sample_weight)), parts=parts)
         del sequences, streamed
         # Chunked once, so that a cluster's workers receive them once per fit. (Chunking
         # empties the list of parts it is given, hence the copy.)
-        problem.extra.update(parts=parts, unlabeled=self._chunked(list(parts)))
+        problem.unlabeled = self._chunked(list(parts))
         return problem
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                iterates):
-        unlabeled, parts = problem.extra["unlabeled"], problem.extra["parts"]
+        unlabeled, parts = fold.unlabeled, problem.parts
         log, rounds, pseudo = [], [], None
         round_, n_iter = 0, 0
         reason, message = "max_iter", f"stopped at its cap of {max_iterations} rounds"
@@ -252,12 +253,12 @@ vectorizer_
                 reason, message = stopped or (reason, message)
                 break
             pseudo, round_ = labels, round_ + 1
-            weights = fold.extra["labelled_weights"]
+            weights = fold.weights
             if weights is not None:
                 # Pseudo-labelled sequences weigh 1.
                 weights = np.concatenate([weights, np.ones(sum(map(len, parts)))])
-            data = self._chunked([fold.extra["labelled_sequences"], *parts],
-                                 np.concatenate([fold.extra["labelled_codes"], pseudo]),
+            data = self._chunked([fold.sequences, *parts],
+                                 np.concatenate([fold.codes, pseudo]),
                                  weights=weights)
             result = self._minimize(self._supervised_objective(replace(fold, labelled=data)),
                                     theta, c1=fold.c1)
@@ -283,3 +284,11 @@ def _chunk_viterbi(chunk, workspace, state, transition, constraints):
     return decode(chunk, *constrained(constraints, chunk.layout, chunk.unary(state),
                                       transition))
 
+
+@dataclass
+class _SelfTrainingProblem(Problem):
+    """The training data, and the unlabeled sequences' feature rows in parts laid end to
+    end (the unlabeled sequences of X, then the stream's blocks), which every round packs
+    again with its pseudo-labels."""
+
+    parts: list = None

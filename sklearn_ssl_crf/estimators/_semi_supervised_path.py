@@ -30,6 +30,7 @@ With ``n_jobs`` > 1 the folds' fits of each step run in worker processes
 
 import copy
 import time
+from abc import ABCMeta, abstractmethod
 from itertools import product
 from numbers import Integral, Real
 
@@ -40,13 +41,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..metrics import check_scoring
 from ..objective import penalised_negative_log_likelihood
-from ..optim import LBFGSResult
 from ..parallel import ChunkedSequences
 from ..potentials import WeightLayout
 from ..training import (
     Fold,
     FoldRun,
     HeldOut,
+    InitStart,
     Iterates,
     Problem,
     cv_results,
@@ -93,12 +94,14 @@ _PROCESS_BACKENDS = ("LokyBackend", "MultiprocessingBackend")
 SELECTABLE = [Interval(Real, 0, None, closed="left"), StrOptions({"auto"}), list, tuple]
 
 
-class SemiSupervisedPath(CRF):
+class SemiSupervisedPath(CRF, metaclass=ABCMeta):
     """Base class of the estimators that choose their settings on held-out labelled data
     (not for direct use); see the module docstring for the path.
 
     Subclasses list their strength parameters and the candidates of ``'auto'`` in
-    ``_strengths`` and implement `_prepare`, `_fold` and `_semi_supervised_phase`.
+    ``_strengths``, and implement the hooks declared below: `_prepare`,
+    `_semi_supervised_phase` and `_max_phase_iterations` always; `_fold`, `_finish` and
+    `_held_out_predictor` where they have more to do than the defaults here.
     """
 
     #: name -> candidates of 'auto', for each strength parameter of the unlabelled term.
@@ -218,16 +221,15 @@ class SemiSupervisedPath(CRF):
                        np.split(codes, np.cumsum(chosen.lengths)[:-1]), weights)
 
     def _fold(self, problem, train):
-        """The labelled sequences ``train`` (indices into the problem's) packed, and the
-        weight layout they give; ``extra`` holds them unpacked (``labelled_sequences``) and
-        their tokens' label codes (``labelled_codes``)."""
+        """The run's data: the labelled sequences ``train`` (indices into the problem's),
+        packed and as they are, the weight layout they give, and the problem's unlabeled
+        sequences."""
         sequences = problem.labelled[train]
         codes = np.concatenate([problem.codes[i] for i in train])
         weights = None if problem.weights is None else problem.weights[train]
         labelled = self._chunked(sequences, codes, weights=weights)
-        return Fold(labelled, self._weight_layout(labelled),
-                    extra={"labelled_sequences": sequences, "labelled_codes": codes,
-                           "labelled_weights": weights})
+        return Fold(labelled, self._weight_layout(labelled), sequences, codes, weights,
+                    problem.unlabeled)
 
     def _supervised_start(self, fold, theta=None, delta=None):
         """The labelled likelihood's optimum at the fold's priors (L-BFGS, OWL-QN for L1),
@@ -240,10 +242,8 @@ class SemiSupervisedPath(CRF):
         labelled sequences and many attributes from unlabelled text, a fraction of it),
         and puts the weights back in place."""
         if getattr(self, "init", None) is not None:
-            return LBFGSResult(
-                x=init_vector(self.init, fold.layout, self.attributes_, self.classes_),
-                fun=float("nan"), n_iter=0, termination_condition="init",
-                message="the model is init's, not trained here")
+            return InitStart(init_vector(self.init, fold.layout, self.attributes_,
+                                         self.classes_))
         start = np.zeros(fold.layout.size) if theta is None else theta
         restricted, index = self._attribute_restriction(fold)
         if restricted is None or np.count_nonzero(start[index]) != np.count_nonzero(start):
@@ -263,12 +263,12 @@ class SemiSupervisedPath(CRF):
         have, and the index of its parameters in the fold's vector (made once a fold);
         ``(None, None)`` when they have more than half of the attributes (a second copy of
         the labelled chunks would save little)."""
-        if "restricted" not in fold.extra:
-            sequences, codes = fold.extra["labelled_sequences"], fold.extra["labelled_codes"]
+        if fold.restricted is None:
+            sequences, codes = fold.sequences, fold.codes
             attributes = np.unique(sequences.matrix.indices[sequences.matrix.data != 0])
             if 2 * attributes.size > sequences.matrix.shape[1]:
-                fold.extra["restricted"] = (None, None)
-                return fold.extra["restricted"]
+                fold.restricted = (None, None)
+                return fold.restricted
             # Each parameter's position in the vector, plus one (zero: not a parameter).
             blocks = fold.layout.blocks(np.arange(1.0, fold.layout.size + 1))
             blocks[0] = blocks[0][attributes]
@@ -280,10 +280,10 @@ class SemiSupervisedPath(CRF):
                                      if not mask.all()})
             data = self._chunked(SequenceMatrix(sequences.matrix[:, attributes],
                                                 sequences.offsets), codes,
-                                 weights=fold.extra["labelled_weights"])
+                                 weights=fold.weights)
             index = np.concatenate([block[mask] for block, mask in zip(blocks, masks)])
-            fold.extra["restricted"] = (Fold(data, layout), index.astype(np.intp) - 1)
-        return fold.extra["restricted"]
+            fold.restricted = (Fold(data, layout), index.astype(np.intp) - 1)
+        return fold.restricted
 
     def _supervised_objective(self, fold):
         return penalised_negative_log_likelihood(fold.labelled, fold.layout,
@@ -454,9 +454,24 @@ class SemiSupervisedPath(CRF):
     def _patience(self):
         return self.n_iter_no_change if self.early_stopping else None
 
+    # -- hooks ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def _prepare(self, X, y, X_unlabeled, sample_weight=None):
+        """Validate and take the training data in (setting ``classes_``, the vectoriser
+        and its attributes) and return it as a `Problem` (or a subclass)."""
+
+    @abstractmethod
+    def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
+                               iterates):
+        """The semi-supervised phase on ``fold`` from the supervised optimum ``theta`` at
+        ``strength`` (a dict of the strength parameters), for at most ``max_iterations``
+        iterations, with ``iterates.record(iteration, theta, state=None)`` after each (0:
+        the start), which ends it when it returns a stop. Returns a `Phase`."""
+
+    @abstractmethod
     def _max_phase_iterations(self):
-        """The cap on the semi-supervised phase's iterations (None: none)."""
-        raise NotImplementedError
+        """The cap on the semi-supervised phase's iterations (None: none; 0: supervised)."""
 
     def _weight_copies(self):
         # The supervised start may run on the labelled sequences' attributes only
@@ -519,7 +534,7 @@ class SemiSupervisedPath(CRF):
 def _in_worker(estimator, method, problem, *args, **kwargs):
     """``estimator.method(problem, *args, **kwargs)`` in a worker process, on its own copy
     of the problem, whose chunks it sums itself (no pool of its own)."""
-    for data in problem.extra.values():
+    for data in vars(problem).values():
         if isinstance(data, ChunkedSequences):
             data.n_jobs = 1
     return getattr(estimator, method)(problem, *args, **kwargs)

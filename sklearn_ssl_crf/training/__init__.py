@@ -3,7 +3,7 @@ of settings, graph-PR's EM, NGD's mini-batch objective, checkpoints."""
 
 from ._checkpoints import GeneratorState, RunCheckpoints
 from ._graph_pr_em import EMSettings, ExpectationMaximisation
-from ._records import Fold, FoldRun, LoggingCallback, Phase, Problem
+from ._records import Fold, FoldRun, InitStart, LoggingCallback, Phase, Problem
 from ._selection import (
     BestEpoch,
     HeldOut,
@@ -19,7 +19,7 @@ from ._stochastic import StochasticSamples, union_masks
 
 __all__ = [
     "BestEpoch", "EMSettings", "ExpectationMaximisation", "Fold", "FoldRun", "GeneratorState",
-    "HeldOut", "Iterates", "LoggingCallback", "Phase", "Problem", "RunCheckpoints",
+    "HeldOut", "InitStart", "Iterates", "LoggingCallback", "Phase", "Problem", "RunCheckpoints",
     "StochasticSamples", "cv_results", "describe_settings", "first_best", "held_out_splits",
     "padded_scores", "setting_candidates", "union_masks"
 ]

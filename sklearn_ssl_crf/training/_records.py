@@ -1,7 +1,7 @@
-"""What the training path (`_training.SemiSupervisedPath`) passes between its steps: the
-training data as an estimator prepares it (`Problem`), one fold's labelled part at fixed
-priors (`Fold`), what a semi-supervised phase returns (`Phase`) and one run from a
-supervised start (`FoldRun`).
+"""What the training path (`estimators.SemiSupervisedPath`) passes between its steps: the
+training data as an estimator prepares it (`Problem`), one run's data at fixed priors
+(`Fold`), its supervised start when ``init`` gives it (`InitStart`), what a semi-supervised
+phase returns (`Phase`) and one run from a supervised start (`FoldRun`).
 """
 
 from dataclasses import dataclass, field
@@ -29,16 +29,28 @@ class Phase:
 
 @dataclass
 class Problem:
-    """The training data as an estimator's `_prepare` returns it: the labelled sequences
-    (a `SequenceMatrix`), their labels and label codes (one list or array per sequence),
-    their weights (``sample_weight``; None: all 1), and whatever the estimator keeps of its
-    own (unlabelled chunks, a graph) in ``extra``."""
+    """The training data as an estimator's `_prepare` returns it.
+
+    Attributes
+    ----------
+    labelled : SequenceMatrix
+        The labelled sequences.
+    labels, codes : list
+        Their labels and label codes, one list or array per sequence.
+    weights : ndarray or None
+        Their weights (``sample_weight``); None: all 1.
+    unlabeled : ChunkedSequences or None
+        The unlabeled sequences, packed once for every fold's fit; None when there are none
+        or each fold has its own (graph-PR's held-out sequences are unlabeled in its fit).
+
+    An estimator that keeps more of the data subclasses it (as `GraphPRCRF` does).
+    """
 
     labelled: object
     labels: list
     codes: list
     weights: object = None
-    extra: dict = field(default_factory=dict)
+    unlabeled: object = None
 
     @property
     def n_labelled(self):
@@ -47,20 +59,52 @@ class Problem:
 
 @dataclass
 class Fold:
-    """The labelled part of one training run at fixed priors: the estimator's `_fold` fills
-    ``labelled`` (packed labelled sequences) and ``layout``, and anything of its own in
-    ``extra``; `SemiSupervisedPath._set_priors` the priors."""
+    """The data of one training run at fixed priors.
+
+    Attributes
+    ----------
+    labelled : ChunkedSequences
+        The run's labelled sequences, packed.
+    layout : WeightLayout
+        The weight layout they give.
+    sequences, codes, weights : SequenceMatrix, ndarray, ndarray or None
+        The same sequences unpacked, their tokens' label codes (concatenated) and their
+        weights (None: all 1).
+    unlabeled : ChunkedSequences or None
+        The run's unlabeled sequences.
+    c1, c2, c2_transitions : float
+        The priors (`SemiSupervisedPath._set_priors`).
+    restricted : tuple or None
+        The labelled sequences restricted to their own attributes, made once a fold
+        (`SemiSupervisedPath._attribute_restriction`).
+    """
 
     labelled: object
     layout: object
+    sequences: object = None
+    codes: object = None
+    weights: object = None
+    unlabeled: object = None
     c1: float = 0.0
     c2: float = 1.0
     c2_transitions: float = None
-    extra: dict = field(default_factory=dict)
+    restricted: tuple = None
 
     def l2_strengths(self):
         """The L2 strength of every weight at the fold's priors."""
         return self.layout.l2_strengths(self.c2, self.c2_transitions)
+
+
+@dataclass
+class InitStart:
+    """The start of a run from the weights of ``init``, read as an optimiser's result (no
+    optimiser ran)."""
+
+    x: np.ndarray
+    n_iter: int = 0
+    log: list = field(default_factory=list)
+    termination_condition: str = "init"
+    message: str = "the model is init's, not trained here"
 
 
 @dataclass
