@@ -19,6 +19,7 @@ import joblib
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from developers_recipe import load_recipe
 from fixed_settings import fixed
 from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import NotFittedError, SkipTestWarning
@@ -114,6 +115,10 @@ CASES = [
          semi_supervised=True),
     Case(fixed(GraphPRCRF(n_neighbors=5, em_iterations=2, mstep_iterations=2, max_iterations=3)),
          "dicts", semi_supervised=True, matrix_params={"graph": "knn"}),
+    # The recipe for a new estimator in docs/developers.rst, as it is written there.
+    Case(fixed(load_recipe().MinimumEntropyCRF(c2=0.1, semi_supervised_iterations=3,
+                                               max_iterations=3)), "dicts",
+         semi_supervised=True),
     Case(GraphPropagation(n_neighbors=5), "dicts", semi_supervised=True,
          matrix_params={"graph": "knn"}),
     Case(SequenceVectorizer(), "dicts", labelled=False, matrix_params=None),

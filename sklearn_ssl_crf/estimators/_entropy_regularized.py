@@ -18,7 +18,6 @@ from sklearn.utils._param_validation import StrOptions
 from ..objective import entropy_regularised_objective, target_proportions
 from ..training import LoggingCallback, Phase
 from ..utils import unfitted_on_failure
-from ._base import unlabeled_sequences
 from ._semi_supervised_path import SELECTABLE, SemiSupervisedPath
 
 __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF"]
@@ -306,20 +305,12 @@ vectorizer_
         return self.semi_supervised_iterations
 
     def _prepare(self, X, y, X_unlabeled, sample_weight=None):
-        sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
-            X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
         if self.order == 2 and self.entropy_gradient == "covariance":
             raise ValueError(
                 "entropy_gradient='covariance' (Jiao et al.'s nested dynamic program) is "
                 "first-order only; use order=1, or entropy_gradient='lattice', which gives "
                 "the same gradient at any order")
-        unlabeled = unlabeled_sequences(sequences, labelled)
-        # The chunks take the blocks from the list, freeing each once packed.
-        streamed.insert(0, sequences[unlabeled])
-        problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight)
-        del sequences
-        problem.unlabeled = self._chunked(streamed)
-        return problem
+        return super()._prepare(X, y, X_unlabeled, sample_weight)
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                iterates):

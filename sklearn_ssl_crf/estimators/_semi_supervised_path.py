@@ -58,6 +58,7 @@ from ..training import (
     setting_candidates,
 )
 from ..utils import SequenceMatrix, check_labels
+from ._base import unlabeled_sequences
 from ._crf import CRF
 from ._init_weights import init_priors, init_vector
 from ._sample_weights import labelled_weights
@@ -99,8 +100,8 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
     (not for direct use); see the module docstring for the path.
 
     Subclasses list their strength parameters and the candidates of ``'auto'`` in
-    ``_strengths``, and implement the hooks declared below: `_prepare`,
-    `_semi_supervised_phase` and `_max_phase_iterations` always; `_fold`, `_finish` and
+    ``_strengths``, and implement the hooks declared below: `_semi_supervised_phase` and
+    `_max_phase_iterations` always; `_prepare`, `_fold`, `_finish` and
     `_held_out_predictor` where they have more to do than the defaults here.
     """
 
@@ -456,10 +457,19 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
 
     # -- hooks ---------------------------------------------------------------------------
 
-    @abstractmethod
     def _prepare(self, X, y, X_unlabeled, sample_weight=None):
         """Validate and take the training data in (setting ``classes_``, the vectoriser
-        and its attributes) and return it as a `Problem` (or a subclass)."""
+        and its attributes) and return it as a `Problem` (or a subclass): here, the
+        labelled sequences of X, and its unlabeled ones with ``X_unlabeled`` (any
+        iterable, featurised a block at a time) packed once for every fold."""
+        sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
+            X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
+        # The chunks take the blocks from the list, freeing each once packed.
+        streamed.insert(0, sequences[unlabeled_sequences(sequences, labelled)])
+        problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight)
+        del sequences
+        problem.unlabeled = self._chunked(streamed)
+        return problem
 
     @abstractmethod
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
