@@ -15,10 +15,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..metrics import has_spans
+from ..optim import BestIterate
 from ..optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from ..optim.transforms import TRANSFORMS
 from ..potentials import WeightLayout
-from ..training import BestEpoch, GeneratorState, StochasticSamples, union_masks
+from ..training import GeneratorState, StochasticSamples, union_masks
 from ..utils import (
     concatenate_inputs,
     single_threaded_blas,
@@ -130,9 +131,9 @@ class NaturalGradientCRF(BaseCRF):
         The initial learning rate used (calibrated or given).
     training_log_ : list of dict
         Per epoch: ``num``, ``loss`` (regularised, summed over the epoch's sequences at the
-        weights each saw), ``feature_norm``, ``learning_rate``, ``time``, and ``dev_accuracy``
-        and ``dev_span_f1`` with a dev set; ``phase`` ('supervised', 'semi-supervised') when
-        unlabelled terms are on.
+        weights each saw), ``feature_norm``, ``learning_rate``, ``time`` (seconds since the
+        phase started), and ``dev_accuracy`` and ``dev_span_f1`` with a dev set;
+        ``phase`` ('supervised', 'semi-supervised') when unlabelled terms are on.
     calibration_log_ : list of (float, float)
         The rates tried and their losses (empty when ``eta0`` is given).
     n_iter_ : int
@@ -333,22 +334,23 @@ state_features_, transition_features_, size_, vectorizer_
         layout = WeightLayout(self.num_attributes_, len(self.classes_), order=self.order,
                               allowed=allowed)
         if self.init is not None:  # its weights replace the supervised phase
-            theta = init_vector(self.init, layout, self.attributes_, self.classes_)
-            split = np.split(theta, [self.num_attributes_ * len(self.classes_)])  # W, then T
-            trainer.set_weights(*(part.reshape(-1, len(self.classes_)) for part in split))
+            trainer.set_vector(init_vector(self.init, layout, self.attributes_,
+                                           self.classes_))
             phases = phases[1:]
-        callback, kept = None, BestEpoch(has_spans(self.classes_))
+        callback, kept = None, BestIterate()
+        # The one dev score of the package: span F1 for span labels, token accuracy
+        # otherwise.
+        dev_key = "dev_span_f1" if has_spans(self.classes_) else "dev_accuracy"
         if X_dev is not None:
             scorer = self._dev_scorer(X_dev, y_dev, layout)
 
             def dev_scores(epoch, current):
-                return scorer(epoch, np.concatenate([weights.ravel()
-                                                     for weights in current.weights()]))
+                return scorer(epoch, current.vector())
 
             def callback(epoch, current):
                 scores = dev_scores(epoch, current)
                 if phase == "semi-supervised":
-                    kept.offer(epoch, scores, current)
+                    kept.offer(epoch, scores[dev_key], current.vector())
                 return scores
 
         max_epochs = 1000 if self.max_iterations is None else self.max_iterations
@@ -357,7 +359,7 @@ state_features_, transition_features_, size_, vectorizer_
         for phase, data in phases:
             if phase == "semi-supervised" and callback is not None:
                 # Epoch 0 of the second phase: the supervised model, a candidate too.
-                kept.offer(0, dev_scores(0, trainer), trainer)
+                kept.offer(0, dev_scores(0, trainer)[dev_key], trainer.vector())
             self._set_l2(trainer, data.n_samples)
             with single_threaded_blas():
                 result = minimize_sgd(trainer, data.gradient,
@@ -367,7 +369,7 @@ state_features_, transition_features_, size_, vectorizer_
                                       callback=callback, verbose=self.verbose,
                                       checkpoint=self._run_checkpoints(),
                                       state=[GeneratorState(rng), data, kept])
-            trainer.set_weights(result.state, result.transition)
+            trainer.set_vector(result.x)
             log += [dict(entry, phase=phase) if len(phases) > 1 else entry
                     for entry in result.log]
             n_iter += result.n_iter
@@ -375,8 +377,8 @@ state_features_, transition_features_, size_, vectorizer_
         if kept.weights is not None:
             # With a dev set the semi-supervised phase keeps its best epoch, never worse on
             # dev than the supervised model it started from.
-            trainer.set_weights(*kept.weights)
-            self.best_iteration_, self.validation_scores_ = kept.epoch, kept.scores
+            trainer.set_vector(kept.weights)
+            self.best_iteration_, self.validation_scores_ = kept.iteration, kept.scores
         self._trainer, self._rng = trainer, rng
         # partial_fit goes on from here, its L2 per sequence that of the last phase's data.
         self._n_seen = (phases[-1][1] if phases else supervised).n_samples
