@@ -6,7 +6,8 @@ A step is an object with:
 - ``step()``: make one iteration and return its log fields (``loss`` among them), or raise
   `StopTraining` when it cannot (no log entry then);
 - ``iterate``: what the callback is given after an iteration (the weights, a trainer);
-- ``stop(entry)``: its own stopping rule after an iteration, ``(reason, message)`` or None;
+- ``stop(entry)``: its own stopping rule, ``(reason, message)`` or None, called after
+  every iteration (a callback's stop included: it may also take note of the iteration);
 - ``result()``: ``(x, fun)``, the run's weights as a vector and their objective;
 - ``start``: what the run starts from, for its checkpoint key (None: nothing beyond
   ``holders``' states);
@@ -99,8 +100,9 @@ def run_iterations(step, max_iterations, *, period, delta, settings, callback=No
     """Iterations of ``step`` until a stopping rule fires (see the module docstring for
     what a step is).
 
-    After each iteration: its log entry, the ``callback``, the step's own rule, then
-    CRFsuite's (`improvement_stalled`), then a checkpoint if one is due.
+    After each iteration: its log entry, the ``callback`` (whose `StopTraining` comes
+    first), the step's own rule, then CRFsuite's (`improvement_stalled`), then a
+    checkpoint if one is due.
 
     Parameters
     ----------
@@ -144,7 +146,7 @@ def run_iterations(step, max_iterations, *, period, delta, settings, callback=No
     if checkpoint is not None:
         key = checkpoint.key(settings, step.start,
                              None if carried is None else carried.record_key,
-                             [holder.checkpoint_state() for holder in holders])
+                             _states(holders))
         record = _read_run(checkpoint, key, step, holders, carried)
         if record is not None and record["finished"]:
             checkpoint.say(f"run {key} read ({record['result']['n_iter']} {unit}s)")
@@ -170,15 +172,15 @@ def run_iterations(step, max_iterations, *, period, delta, settings, callback=No
         log.append(entry)
         if verbose:
             print(_log_line(entry, max_iterations), flush=True)
+        # The step's rule runs even after the callback's stop: it also takes note of the
+        # iteration (SGD's epoch of lowest loss).
+        own = step.stop(entry)
         if reason is None:
-            reason, message = step.stop(entry) or (
-                ("converged", f"improvement over {period} {unit}s below delta")
-                if improvement_stalled(log, period, delta) else (None, None))
+            reason, message = own or _stalled(log, period, delta, unit)
         if (reason is None and checkpoint is not None and len(log) < max_iterations
                 and checkpoint.due(len(log))):
-            checkpoint.write(key, dict(
-                finished=False, log=log, step=step.checkpoint_state(),
-                holders=[holder.checkpoint_state() for holder in holders]))
+            checkpoint.write(key, dict(finished=False, log=log, step=step.checkpoint_state(),
+                                       holders=_states(holders)))
     if reason is None:
         reason, message = "max_iter", f"stopped at its cap of {len(log)} {unit}s"
     x, fun = step.result()
@@ -187,6 +189,17 @@ def run_iterations(step, max_iterations, *, period, delta, settings, callback=No
     if checkpoint is not None:
         _record_result(checkpoint, key, result, holders, carried)
     return result
+
+
+def _stalled(log, period, delta, unit):
+    """CRFsuite's rule as a stop: ``(reason, message)``, or ``(None, None)``."""
+    if improvement_stalled(log, period, delta):
+        return "converged", f"improvement over {period} {unit}s below delta"
+    return None, None
+
+
+def _states(holders):
+    return [holder.checkpoint_state() for holder in holders]
 
 
 def _read_run(checkpoint, key, step, holders, carried):
@@ -225,8 +238,7 @@ def _record_result(checkpoint, key, result, holders, carried):
     a part of its own, by the newest run of that chain only: a resumed fit reads every
     earlier run and continues from the newest, so the earlier ones' parts are removed
     (after the new one is written: the carried state is never missing)."""
-    checkpoint.write(key, dict(finished=True, result=vars(result),
-                               holders=[holder.checkpoint_state() for holder in holders]))
+    checkpoint.write(key, dict(finished=True, result=vars(result), holders=_states(holders)))
     if carried is None:
         return
     checkpoint.write(key, dict(finished=True, carried=carried.checkpoint_state()),

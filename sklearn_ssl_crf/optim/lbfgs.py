@@ -240,7 +240,8 @@ class CurvatureHistory:
         self.rho = np.zeros(m)
         self.m, self.size, self.newest = m, 0, -1
         self._alpha = np.empty(m)
-        # The checkpoint record of the run that left these pairs (`minimize_lbfgs`).
+        # The checkpoint record of the run that left these pairs: shared by runs, they are
+        # a state `run_iterations` carries from one run to the next.
         self.record_key = None
 
     def push(self, x_new, x, gradient_new, gradient):
