@@ -1,5 +1,6 @@
 """Stochastic gradient descent with the natural-gradient transforms, sparse L2 steps, and
-CRFsuite's learning-rate calibration and stopping rule.
+CRFsuite's learning-rate calibration; its epochs are the steps of the optimisers' one run
+loop (`run_iterations`, with CRFsuite's stopping rule).
 
 The parameters are state weights W (attributes x labels), held as ``W = scale * v`` so that
 the L2 shrinkage ``W <- (1 - eta * lam) W`` of every step is one multiplication of
