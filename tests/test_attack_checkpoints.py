@@ -101,7 +101,7 @@ def test_weights_of_another_shape_or_dtype_are_refused(shape, tmp_path):
 
 
 @pytest.mark.parametrize("damage, what", [
-    (lambda meta: meta.pop("callback"), "no 'callback'"),
+    (lambda meta: meta.pop("holders"), "no 'holders'"),
     (lambda meta: meta["result"].pop("n_iter"), "result: no 'n_iter'"),
     (lambda meta: meta.update(result=[1, 2]), "result: a list of 2 where a dict"),
     (lambda meta: meta["result"].update(n_iter="8"), "result.n_iter: str '8'"),
@@ -250,20 +250,26 @@ def interrupted(monkeypatch, directory, fit_again, owner, stop):
     return path, meta, arrays
 
 
+def history(meta):
+    """The L-BFGS memory a running record holds."""
+    return meta["step"]["history"]
+
+
 def crf_every_iteration(directory):
     X, y = make_sequences(40, features="dict", random_state=0)
     return CRF(max_iterations=8, checkpoint=directory, checkpoint_every=1).fit(X, y)
 
 
 @pytest.mark.parametrize("damage, what", [
-    (lambda meta, arrays: arrays[meta["history"]["s"]["__array__"]].__setitem__(0, np.nan),
-     "history.s: not finite"),
-    (lambda meta, arrays: arrays.update({meta["history"]["y"]["__array__"]: np.zeros((6, 3))}),
-     "history.y: shape (6, 3)"),
-    (lambda meta, arrays: meta["history"].update(size=7), "history.size: 7 outside [0, 6]"),
-    (lambda meta, arrays: arrays[meta["gradient"]["__array__"]].__setitem__(0, np.inf),
-     "gradient: not finite"),
-    (lambda meta, arrays: meta.update(loss=float("nan")), "loss: nan where a finite number"),
+    (lambda meta, arrays: arrays[history(meta)["s"]["__array__"]].__setitem__(0, np.nan),
+     "step.history.s: not finite"),
+    (lambda meta, arrays: arrays.update({history(meta)["y"]["__array__"]: np.zeros((6, 3))}),
+     "step.history.y: shape (6, 3)"),
+    (lambda meta, arrays: history(meta).update(size=7), "step.history.size: 7 outside [0, 6]"),
+    (lambda meta, arrays: arrays[meta["step"]["gradient"]["__array__"]].__setitem__(0, np.inf),
+     "step.gradient: not finite"),
+    (lambda meta, arrays: meta["step"].update(loss=float("nan")),
+     "step.loss: nan where a finite number"),
     (lambda meta, arrays: meta.update(log=[]), "log: a list of 0 where a list of at least 1"),
 ])
 def test_a_running_lbfgs_record_of_another_form_is_refused(damage, what, tmp_path,
@@ -338,8 +344,8 @@ def test_a_stochastic_run_that_ends_on_a_non_finite_loss_is_read_again(tmp_path)
     first, _ = run()
     assert first.termination_condition == "not_finite"
     again, trainer = run()
-    np.testing.assert_array_equal(again.state, first.state)
-    np.testing.assert_array_equal(trainer.state, first.state)
+    np.testing.assert_array_equal(again.x, first.x)
+    np.testing.assert_array_equal(trainer.vector(), first.x)
     assert np.isfinite(trainer.state).all()
 
 
@@ -350,16 +356,16 @@ def graph_pr(directory):
 
 
 @pytest.mark.parametrize("damage, what", [
-    (lambda meta, arrays: arrays[meta["history"]["rho"]["__array__"]].__setitem__(0, np.nan),
-     "history.rho: not finite"),
-    (lambda meta, arrays: meta["history"].update(newest=-2), "history.newest: -2 outside"),
+    (lambda meta, arrays: arrays[meta["carried"]["rho"]["__array__"]].__setitem__(0, np.nan),
+     "carried.rho: not finite"),
+    (lambda meta, arrays: meta["carried"].update(newest=-2), "carried.newest: -2 outside"),
     (lambda meta, arrays: meta.update(finished=False), "a running run's record where none"),
 ])
 def test_a_damaged_memory_of_an_em_is_refused(damage, what, tmp_path):
     """Graph-PR's M-steps share one L-BFGS memory, kept beside the newest M-step's record
     (of each fold's and candidate's EM: a fit again reads them all)."""
     graph_pr(tmp_path)
-    path = sorted(tmp_path.glob("run-*-memory.npz"))[0]
+    path = sorted(tmp_path.glob("run-*-carried.npz"))[0]
     meta, arrays = loaded(path)
     damage(meta, arrays)
     saved(path, meta, arrays)

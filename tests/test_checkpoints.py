@@ -210,9 +210,9 @@ def test_runs_sharing_a_memory_resume_to_the_same_iterates(stop, tmp_path):
     for a, b in zip(resumed, reference):
         np.testing.assert_array_equal(a.x, b.x)
         assert [e["loss"] for e in a.log] == [e["loss"] for e in b.log]
-    # Only the newest finished run keeps the shared memory.
+    # Only the newest finished run keeps the shared memory (its carried state).
     assert len(list(tmp_path.glob("run-*.npz"))) == 3 + 1
-    assert len(list(tmp_path.glob("run-*-memory.npz"))) == 1
+    assert len(list(tmp_path.glob("run-*-carried.npz"))) == 1
 
 
 def test_records_are_written_atomically_and_read_without_pickle(tmp_path):

@@ -12,6 +12,7 @@ from fixed_settings import fixed
 from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
+from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_ssl_crf import CRF, EntropyRegularizedCRF, NaturalGradientCRF
 from sklearn_ssl_crf.datasets import make_sequences
@@ -306,8 +307,9 @@ def test_stopping_rule_and_best_epoch(synthetic):
 
 
 def test_kept_epoch_is_the_one_of_lowest_loss():
-    """CRFsuite's rule, for every update. One scripted step per epoch: losses 5, 3, 4, 6."""
-    losses = iter([5.0, 3.0, 4.0, 6.0])
+    """CRFsuite's rule, for every update, the first of equal losses kept. One scripted
+    step per epoch: losses 5, 3, 4, 3."""
+    losses = iter([5.0, 3.0, 4.0, 3.0])
 
     def gradient(trainer, batch):
         return next(losses), np.array([0]), np.ones((1, 2)), np.zeros((2, 2))
@@ -317,8 +319,9 @@ def test_kept_epoch_is_the_one_of_lowest_loss():
     result = minimize_sgd(trainer, gradient, lambda: [np.array([0])], 4, period=0,
                           callback=lambda epoch, current: seen.append(current.weights()) or {})
     assert [state[0, 0] for state, _ in seen] == pytest.approx([-0.1, -0.2, -0.3, -0.4])
-    np.testing.assert_array_equal(result.state, seen[1][0])
-    np.testing.assert_array_equal(result.transition, seen[1][1])
+    state, transition = seen[1]
+    np.testing.assert_array_equal(result.x, np.concatenate([state.ravel(), transition.ravel()]))
+    assert result.fun == 3.0
 
 
 def test_partial_fit_over_chunks_matches_fit(synthetic):
@@ -355,6 +358,52 @@ def test_dev_scores_and_verbose(synthetic, capsys):
     assert {"dev_accuracy", "dev_span_f1", "loss"} <= set(model.training_log_[-1])
     out = capsys.readouterr().out
     assert "calibration: eta0" in out and "dev_span_f1=" in out
+
+
+def semi_supervised_with_dev(synthetic, scoring):
+    X, y, X_test, y_test = synthetic
+    return NaturalGradientCRF(max_iterations=4, eta0=0.1, gamma=0.5, random_state=0,
+                              scoring=scoring).fit(X[:40], y[:40], X_unlabeled=X[40:],
+                                                   X_dev=X_test[:60], y_dev=y_test[:60])
+
+
+def test_scoring_picks_the_dev_epoch_kept(synthetic):
+    """``scoring`` decides which semi-supervised epoch is kept (the first of the best), is
+    logged as ``validation_score`` and fills ``validation_scores_``: a name of SCORERS,
+    and a callable that prefers the smallest weights and sees every epoch's weights."""
+    model = semi_supervised_with_dev(synthetic, "flat_accuracy")
+    semi = [entry for entry in model.training_log_ if entry["phase"] == "semi-supervised"]
+    assert [entry["validation_score"] for entry in semi] == [
+        entry["dev_accuracy"] for entry in semi] == model.validation_scores_[1:]
+    assert len(model.validation_scores_) == len(semi) + 1
+    assert model.best_iteration_ == int(np.argmax(model.validation_scores_))
+    _, _, X_test, y_test = synthetic
+    assert model.score(X_test[:60], y_test[:60]) == max(model.validation_scores_)
+
+    seen = []
+
+    def smallest_weights(estimator, X, y):
+        seen.append(estimator.state_weights_.copy())
+        return -float(np.abs(estimator.state_weights_).sum())
+
+    model = semi_supervised_with_dev(synthetic, smallest_weights)
+    scores = model.validation_scores_
+    assert scores == [-float(np.abs(weights).sum()) for weights in seen[-len(scores):]]
+    best = int(np.argmax(scores))
+    assert model.best_iteration_ == best and best < len(scores) - 1
+    np.testing.assert_array_equal(model.state_weights_, seen[-len(scores) + best])
+
+
+@pytest.mark.parametrize("scoring, error, message", [
+    ("nonsense", ValueError, "scoring must be None, a callable or one of"),
+    (3, InvalidParameterError, "'scoring' parameter of NaturalGradientCRF"),
+])
+def test_an_invalid_scoring_is_refused_before_training(synthetic, scoring, error, message):
+    X, y, _, _ = synthetic
+    model = NaturalGradientCRF(max_iterations=2, eta0=0.1, scoring=scoring)
+    with pytest.raises(error, match=message):
+        model.fit(X[:20], y[:20])
+    assert not hasattr(model, "eta0_")  # refused before the calibration
 
 
 def test_pickle_clone_and_grid_search(synthetic):

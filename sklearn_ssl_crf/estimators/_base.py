@@ -275,12 +275,15 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
                     unary[~mask[packed.layout.order]] = -np.inf
             return kernel(packed, unary, self._transition_potentials())
 
-    def _dev_scorer(self, X_dev, y_dev, layout):
-        """Callback giving the dev token accuracy and span F1 of the current weights."""
+    def _labelled_dev(self, X_dev, y_dev):
+        """The labelled sequences of a dev set, featurised, and their label lists."""
         dev = self._features(X_dev)
         labelled = check_labels(y_dev, dev.lengths, name="y_dev")
-        dev = dev[labelled]
-        gold = [list(y_dev[i]) for i in labelled]
+        return dev[labelled], [list(y_dev[i]) for i in labelled]
+
+    def _dev_scorer(self, dev, gold, layout):
+        """Callback giving the token accuracy and span F1 of the current weights on a dev
+        set's labelled sequences ``dev`` (`_labelled_dev`), whose labels are ``gold``."""
         gold_flat = list(chain.from_iterable(gold))
         packed = PackedSequences(dev.matrix, dev.lengths)
         classes = np.asarray(self.classes_, dtype=object)

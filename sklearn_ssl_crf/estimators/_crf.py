@@ -276,7 +276,8 @@ class CRF(BaseCRF):
         data = self._packed_training_data(X, y, sample_weight)
         layout = self._weight_layout(data)
         objective = penalised_negative_log_likelihood(data, layout, self._l2(layout))
-        callback = None if X_dev is None else self._dev_scorer(X_dev, y_dev, layout)
+        callback = None if X_dev is None else self._dev_scorer(
+            *self._labelled_dev(X_dev, y_dev), layout)
         result = self._minimize(objective, np.zeros(layout.size), callback)
         self._set_fitted_weights(result, layout)
         return self

@@ -6,6 +6,7 @@ transformed element-wise before the step, ``theta <- (1 - eta lam) theta - eta h
 stopping rule follow CRFsuite's l2sgd.
 """
 
+import copy
 import os
 from numbers import Integral, Real
 
@@ -14,12 +15,13 @@ from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..metrics import has_spans
+from ..metrics import check_scoring
 from ..objective import target_proportions
+from ..optim import BestIterate
 from ..optim.sgd import SGDTrainer, calibrate_learning_rate, minimize_sgd, sgd_epoch
 from ..optim.transforms import TRANSFORMS
 from ..potentials import WeightLayout
-from ..training import BestEpoch, GeneratorState, StochasticSamples, union_masks
+from ..training import GeneratorState, StochasticSamples, union_masks
 from ..utils import (
     concatenate_inputs,
     single_threaded_blas,
@@ -114,6 +116,12 @@ class NaturalGradientCRF(BaseCRF):
         As in `CRF`.
     init : CRF or None, default=None
         As in `EntropyRegularizedCRF`: its weights replace the supervised phase (``fit``).
+    scoring : None, str or callable, default=None
+        The dev score (`sklearn_ssl_crf.metrics.check_scoring`) logged after every epoch
+        (``validation_score``) and by which the semi-supervised phase keeps its best epoch:
+        None, span F1 when the labels carry spans (BIO/IOB/IOBES/BILOU) and token accuracy
+        otherwise; a name of `sklearn_ssl_crf.metrics.SCORERS`, or
+        ``scorer(estimator, X, y)``, greater is better.
     verbose : bool, default=False
         Print the calibration trials and, per epoch, the loss (and dev scores when given).
     checkpoint : str or path-like, default=None
@@ -130,17 +138,17 @@ class NaturalGradientCRF(BaseCRF):
         The initial learning rate used (calibrated or given).
     training_log_ : list of dict
         Per epoch: ``num``, ``loss`` (regularised, summed over the epoch's sequences at the
-        weights each saw), ``feature_norm``, ``learning_rate``, ``time``, and ``dev_accuracy``
-        and ``dev_span_f1`` with a dev set; ``phase`` ('supervised', 'semi-supervised') when
-        unlabelled terms are on.
+        weights each saw), ``feature_norm``, ``learning_rate``, ``time`` (seconds since the
+        phase started), and with a dev set ``dev_accuracy``, ``dev_span_f1`` and
+        ``validation_score`` (``scoring``'s); ``phase`` ('supervised', 'semi-supervised')
+        when unlabelled terms are on.
     calibration_log_ : list of (float, float)
         The rates tried and their losses (empty when ``eta0`` is given).
     n_iter_ : int
         Epochs run.
     best_iteration_ : int or None
         With a dev set and unlabelled terms: the semi-supervised epoch whose weights were
-        kept (0: the supervised model), by dev span F1 for span labels and dev token
-        accuracy otherwise (`metrics.has_spans`).
+        kept (0: the supervised model), the first of the best dev score by ``scoring``.
     validation_scores_ : list of float or None
         That dev score after each semi-supervised epoch, from 0.
     termination_condition_ : {'converged', 'max_iter', 'not_finite'}
@@ -201,6 +209,7 @@ state_features_, transition_features_, size_, vectorizer_
         "constraints": [StrOptions({"auto", "bio", "iob2", "iobes", "bilou"}), dict, None],
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "init": "no_validation",
+        "scoring": [None, str, callable],
         "verbose": ["verbose"],
         "checkpoint": [str, os.PathLike, None],
         "checkpoint_every": [Interval(Integral, 1, None, closed="left")],
@@ -235,6 +244,7 @@ state_features_, transition_features_, size_, vectorizer_
         constraints="auto",
         class_weight=None,
         init=None,
+        scoring=None,
         verbose=False,
         checkpoint=None,
         checkpoint_every=10,
@@ -265,6 +275,7 @@ state_features_, transition_features_, size_, vectorizer_
         self.constraints = constraints
         self.class_weight = class_weight
         self.init = init
+        self.scoring = scoring
         self.verbose = verbose
         self.checkpoint = checkpoint
         self.checkpoint_every = checkpoint_every
@@ -293,9 +304,10 @@ state_features_, transition_features_, size_, vectorizer_
             once and featurised 2,000 sequences at a time, as in `EntropyRegularizedCRF`;
             the epochs revisit their feature rows (held sparse, not as dicts).
         X_dev, y_dev : optional
-            Scored after every epoch (token accuracy and span F1), logged and printed when
-            ``verbose``; with unlabelled terms, the semi-supervised phase keeps its best
-            epoch on dev (``best_iteration_``), the supervised model included.
+            Scored after every epoch (token accuracy, span F1 and ``scoring``), logged and
+            printed when ``verbose``; with unlabelled terms, the semi-supervised phase keeps
+            its best epoch by ``scoring`` on dev (``best_iteration_``), the supervised model
+            included.
         sample_weight : array-like of shape (n_sequences,), default=None
             Weight of each sequence of X in the labelled likelihood, as in `CRF`: a
             step's gradient of a sequence is scaled by its weight.
@@ -308,6 +320,7 @@ state_features_, transition_features_, size_, vectorizer_
         _check_dev_pair(X_dev, y_dev)
         sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
             X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq)
+        scorer = check_scoring(self.scoring, self.classes_)  # refused before any training
         self._weights = labelled_weights(sample_weight, len(sequences), labelled)
         if streamed:
             sequences = stack_sequences([sequences, *streamed])
@@ -333,22 +346,17 @@ state_features_, transition_features_, size_, vectorizer_
         layout = WeightLayout(self.num_attributes_, len(self.classes_), order=self.order,
                               allowed=allowed)
         if self.init is not None:  # its weights replace the supervised phase
-            theta = init_vector(self.init, layout, self.attributes_, self.classes_)
-            split = np.split(theta, [self.num_attributes_ * len(self.classes_)])  # W, then T
-            trainer.set_weights(*(part.reshape(-1, len(self.classes_)) for part in split))
+            trainer.set_vector(init_vector(self.init, layout, self.attributes_,
+                                           self.classes_))
             phases = phases[1:]
-        callback, kept = None, BestEpoch(has_spans(self.classes_))
+        callback, kept = None, BestIterate()
         if X_dev is not None:
-            scorer = self._dev_scorer(X_dev, y_dev, layout)
-
-            def dev_scores(epoch, current):
-                return scorer(epoch, np.concatenate([weights.ravel()
-                                                     for weights in current.weights()]))
+            dev_scores = self._dev_scores(X_dev, y_dev, scorer, layout, allowed)
 
             def callback(epoch, current):
                 scores = dev_scores(epoch, current)
                 if phase == "semi-supervised":
-                    kept.offer(epoch, scores, current)
+                    kept.offer(epoch, scores["validation_score"], current.vector())
                 return scores
 
         max_epochs = 1000 if self.max_iterations is None else self.max_iterations
@@ -357,7 +365,7 @@ state_features_, transition_features_, size_, vectorizer_
         for phase, data in phases:
             if phase == "semi-supervised" and callback is not None:
                 # Epoch 0 of the second phase: the supervised model, a candidate too.
-                kept.offer(0, dev_scores(0, trainer), trainer)
+                kept.offer(0, dev_scores(0, trainer)["validation_score"], trainer.vector())
             self._set_l2(trainer, data.n_samples)
             with single_threaded_blas():
                 result = minimize_sgd(trainer, data.gradient,
@@ -367,7 +375,7 @@ state_features_, transition_features_, size_, vectorizer_
                                       callback=callback, verbose=self.verbose,
                                       checkpoint=self._run_checkpoints(),
                                       state=[GeneratorState(rng), data, kept])
-            trainer.set_weights(result.state, result.transition)
+            trainer.set_vector(result.x)
             log += [dict(entry, phase=phase) if len(phases) > 1 else entry
                     for entry in result.log]
             n_iter += result.n_iter
@@ -375,8 +383,8 @@ state_features_, transition_features_, size_, vectorizer_
         if kept.weights is not None:
             # With a dev set the semi-supervised phase keeps its best epoch, never worse on
             # dev than the supervised model it started from.
-            trainer.set_weights(*kept.weights)
-            self.best_iteration_, self.validation_scores_ = kept.epoch, kept.scores
+            trainer.set_vector(kept.weights)
+            self.best_iteration_, self.validation_scores_ = kept.iteration, kept.scores
         self._trainer, self._rng = trainer, rng
         # partial_fit goes on from here, its L2 per sequence that of the last phase's data.
         self._n_seen = (phases[-1][1] if phases else supervised).n_samples
@@ -518,6 +526,21 @@ state_features_, transition_features_, size_, vectorizer_
                 candidates=self.calibration_candidates,
                 max_trials=self.calibration_max_trials, verbose=self.verbose)
         return make_trainer(self.eta0_)
+
+    def _dev_scores(self, X_dev, y_dev, scorer, layout, allowed):
+        """``(epoch, trainer) -> dict``: the dev token accuracy and span F1 of the trainer's
+        weights (as `CRF` logs them) and ``scorer``'s score (``validation_score``)."""
+        dev, gold = self._labelled_dev(X_dev, y_dev)
+        accuracy_and_f1 = self._dev_scorer(dev, gold, layout)
+        # The scorer rates an estimator: a copy of this one, given the trainer's weights.
+        view = copy.copy(self)
+
+        def dev_scores(epoch, trainer):
+            view._set_weights(trainer, allowed)
+            return {**accuracy_and_f1(epoch, trainer.vector()),
+                    "validation_score": float(scorer(view, dev, gold))}
+
+        return dev_scores
 
     def _set_l2(self, trainer, n_samples):
         """The trainer's L2 strengths per sequence for ``n_samples`` sequences."""

@@ -1,7 +1,8 @@
-"""Optimisers shared by the estimators."""
+"""Optimisers shared by the estimators, and the one loop that runs them."""
 
-from ._run import StopTraining
-from .lbfgs import CurvatureHistory, LBFGSResult, minimize_lbfgs, pseudo_gradient
+from ._best import BestIterate
+from ._run import OptimizeResult, StopTraining, improvement_stalled, run_iterations
+from .lbfgs import CurvatureHistory, minimize_lbfgs, pseudo_gradient
 
-__all__ = ["minimize_lbfgs", "pseudo_gradient", "LBFGSResult", "CurvatureHistory",
-           "StopTraining"]
+__all__ = ["minimize_lbfgs", "pseudo_gradient", "OptimizeResult", "CurvatureHistory",
+           "StopTraining", "BestIterate", "improvement_stalled", "run_iterations"]

@@ -1,4 +1,4 @@
-"""L-BFGS with OWL-QN for L1, and CRFsuite's stopping rules, in NumPy.
+"""L-BFGS with OWL-QN for L1, in NumPy, run by the optimisers' loop (`run_iterations`).
 
 SciPy's L-BFGS-B spends about 0.2 s per iteration of its own on a million parameters (dense
 CRF weights are that many), more than our whole objective evaluation; this two-loop
@@ -7,52 +7,17 @@ iteration. L1 is handled as CRFsuite does, by OWL-QN (Andrew & Gao, 2007): the q
 direction is taken from the pseudo-gradient and steps never cross an orthant.
 """
 
-import time
-from dataclasses import dataclass, field
-
 import numpy as np
 from scipy.linalg.blas import daxpy
 
-from ._run import StopTraining
-from .specs import Array, Entries, Integer, ListOf, Number
+from ._run import StopTraining, run_iterations
+from .specs import Array, Integer, Number
 
-__all__ = ["minimize_lbfgs", "LBFGSResult", "CurvatureHistory", "pseudo_gradient"]
+__all__ = ["minimize_lbfgs", "CurvatureHistory", "pseudo_gradient"]
 
 # Armijo constant of the backtracking line search, and its shrink factor.
 _SUFFICIENT_DECREASE = 1e-4
 _BACKTRACK = 0.5
-#: A log entry as a checkpoint holds it: a resumed run reads its time and loss.
-_LOG_ENTRY = Entries(time=Number(), loss=Number())
-
-
-@dataclass
-class LBFGSResult:
-    """Outcome of `minimize_lbfgs`.
-
-    Attributes
-    ----------
-    x : ndarray
-        Final parameters.
-    fun : float
-        Objective at ``x`` (L1 penalty included).
-    n_iter : int
-    log : list of dict
-        One entry per iteration: ``num``, ``loss``, ``feature_norm``, ``error_norm``,
-        ``active_features``, ``n_evaluations``, ``step``, ``time``, plus what the callback
-        returned.
-    termination_condition : str
-        Why it stopped, as a token: ``'converged'``, ``'max_iter'``,
-        ``'line_search_failed'``, or the reason of a callback's `StopTraining`.
-    message : str
-        The same in words.
-    """
-
-    x: np.ndarray
-    fun: float
-    n_iter: int
-    log: list = field(default_factory=list)
-    termination_condition: str = ""
-    message: str = ""
 
 
 def pseudo_gradient(x, gradient, c1):
@@ -130,90 +95,104 @@ def minimize_lbfgs(
 
     Returns
     -------
-    LBFGSResult
+    OptimizeResult
+        Its log entries hold ``num``, ``loss``, ``feature_norm``, ``error_norm``,
+        ``active_features``, ``n_evaluations``, ``step``, ``time``, plus what the callback
+        returned; its ``termination_condition`` is ``'converged'``, ``'max_iter'``,
+        ``'line_search_failed'``, or the reason of a callback's `StopTraining`.
     """
-    x = np.array(x0, dtype=np.float64)
-    n = x.size
     history = getattr(fun, "lbfgs_history", None)
     warm = history is not None  # a memory shared with other runs
     if not warm:
-        history = CurvatureHistory(num_memories, n)
-    elif history.s.shape != (num_memories, n):
+        history = CurvatureHistory(num_memories, np.size(x0))
+    elif history.s.shape != (num_memories, np.size(x0)):
         raise ValueError(f"fun.lbfgs_history holds {history.s.shape[0]} pairs of size "
-                         f"{history.s.shape[1]}; this run needs {num_memories} of size {n}")
-    value, gradient = fun(x)
-    loss = _penalised(value, x, c1)
-    n_evaluations = 1
-    log, started = [], time.perf_counter()
-    reason = message = None
-    if checkpoint is not None:
-        settings = dict(c1=c1, max_iterations=max_iterations, epsilon=epsilon, period=period,
-                        delta=delta, num_memories=num_memories, max_linesearch=max_linesearch)
-        key, record = _read_run(checkpoint, x, value, gradient, settings, history, warm,
-                                callback)
-        if record is not None and record["finished"]:
-            checkpoint.say(f"run {key} read ({record['result']['n_iter']} iterations)")
-            return LBFGSResult(**record["result"])
-        if record is not None:
-            x, value, gradient, loss = (record["x"], record["value"], record["gradient"],
-                                        record["loss"])
-            n_evaluations, log = record["n_evaluations"], record["log"]
-            started -= log[-1]["time"]
-            checkpoint.say(f"run {key} resumed at iteration {len(log)}")
-    max_iterations = np.inf if max_iterations is None else max_iterations
+                         f"{history.s.shape[1]}; this run needs {num_memories} of size "
+                         f"{np.size(x0)}")
+    step = _LBFGSStep(fun, x0, c1, history, max_linesearch, epsilon)
+    settings = dict(c1=c1, max_iterations=max_iterations, epsilon=epsilon, period=period,
+                    delta=delta, num_memories=num_memories, max_linesearch=max_linesearch)
+    return run_iterations(
+        step, np.inf if max_iterations is None else max_iterations, period=period,
+        delta=delta, settings=settings, callback=callback, verbose=verbose,
+        checkpoint=checkpoint, carried=history if warm else None)
 
-    steepest = pseudo_gradient(x, gradient, c1)
-    while len(log) < max_iterations:
+
+class _LBFGSStep:
+    """An L-BFGS iteration (a step of `run_iterations`): the direction from the memory
+    (OWL-QN's projection with L1), the line search, the memory's update; and CRFsuite's
+    gradient-norm rule."""
+
+    def __init__(self, fun, x0, c1, history, max_linesearch, epsilon):
+        self.fun, self.c1, self.history = fun, c1, history
+        self.max_linesearch, self.epsilon = max_linesearch, epsilon
+        self.x = np.array(x0, dtype=np.float64)
+        self.value, self.gradient = fun(self.x)
+        self.loss = _penalised(self.value, self.x, c1)
+        self.n_evaluations = 1
+        self.steepest = pseudo_gradient(self.x, self.gradient, c1)
+        self.start = (self.x, self.value, self.gradient)
+        self.holders = ()
+        self.weights_spec = Array((self.x.size,))
+
+    @property
+    def iterate(self):
+        return self.x
+
+    def __call__(self):
+        steepest = self.steepest
         if not np.any(steepest):
-            reason, message = "converged", "zero gradient"
-            break
-        direction = history.apply_inverse_hessian(steepest)
+            raise StopTraining("converged", "zero gradient", {})
+        direction = self.history.apply_inverse_hessian(steepest)
         np.negative(direction, out=direction)
-        if c1:
+        if self.c1:
             # OWL-QN: keep only components that descend along the pseudo-gradient.
             direction[direction * steepest >= 0] = 0.0
-        step = 1.0 if history.size else 1.0 / np.linalg.norm(steepest)
-        found, evaluations = _line_search(fun, x, direction, steepest, loss, c1, step,
-                                          max_linesearch)
-        n_evaluations += evaluations
+        step = 1.0 if self.history.size else 1.0 / np.linalg.norm(steepest)
+        found, evaluations = _line_search(self.fun, self.x, direction, steepest, self.loss,
+                                          self.c1, step, self.max_linesearch)
+        self.n_evaluations += evaluations
         if found is None:
-            reason, message = ("line_search_failed",
-                               "the line search failed to decrease the objective")
-            break
-        x_new, value_new, gradient_new, loss_new, step = found
-        history.push(x_new, x, gradient_new, gradient)
-        x, value, gradient, loss = x_new, value_new, gradient_new, loss_new
-        steepest = pseudo_gradient(x, gradient, c1)
+            raise StopTraining("line_search_failed",
+                               "the line search failed to decrease the objective", {})
+        x, value, gradient, self.loss, step = found
+        self.history.push(x, self.x, gradient, self.gradient)
+        self.x, self.value, self.gradient = x, value, gradient
+        self.steepest = pseudo_gradient(x, gradient, self.c1)
+        return {
+            "loss": float(self.loss),
+            "feature_norm": float(np.linalg.norm(x)),
+            "error_norm": float(np.linalg.norm(self.steepest)),
+            "active_features": int(np.count_nonzero(x)),
+            "n_evaluations": self.n_evaluations,
+            "step": float(step),
+        }
 
-        entry = _log_entry(len(log) + 1, loss, x, steepest, n_evaluations, step,
-                           time.perf_counter() - started)
-        if callback is not None:
-            try:
-                entry.update(callback(entry["num"], x) or {})
-            except StopTraining as stop:
-                reason, message = stop.reason, stop.message
-                entry.update(stop.entry)
-        log.append(entry)
-        if verbose:
-            print(_format_entry(entry, max_iterations), flush=True)
-        if reason is not None:
-            break
-        if checkpoint is not None and checkpoint.due(len(log)):
-            checkpoint.write(key, dict(
-                finished=False, x=x, value=value, gradient=gradient, loss=loss,
-                n_evaluations=n_evaluations, log=log, history=history.checkpoint_state(),
-                callback=_callback_state(callback)))
-        stop = _stopping_rule(log, epsilon, period, delta)
-        if stop is not None:
-            reason, message = stop
-            break
-    if reason is None:
-        reason, message = "max_iter", f"stopped at its cap of {len(log)} iterations"
-    result = LBFGSResult(x=x, fun=float(loss), n_iter=len(log), log=log,
-                         termination_condition=reason, message=message)
-    if checkpoint is not None:
-        _record_result(checkpoint, key, result, history if warm else None, callback)
-    return result
+    def stop(self, entry):
+        """CRFsuite's gradient rule: ``||g|| / max(1, ||x||) < epsilon``."""
+        if entry["error_norm"] / max(1.0, entry["feature_norm"]) < self.epsilon:
+            return "converged", "gradient norm below epsilon"
+        return None
+
+    def result(self):
+        return self.x, self.loss
+
+    def checkpoint_state(self):
+        """Where the run is: the iterate, its objective, and the memory."""
+        return {"x": self.x, "value": self.value, "gradient": self.gradient,
+                "loss": self.loss, "n_evaluations": self.n_evaluations,
+                "history": self.history.checkpoint_state()}
+
+    def restore_checkpoint_state(self, state):
+        self.x, self.value, self.gradient = state["x"], state["value"], state["gradient"]
+        self.loss, self.n_evaluations = state["loss"], state["n_evaluations"]
+        self.history.restore_checkpoint_state(state["history"])
+        self.steepest = pseudo_gradient(self.x, self.gradient, self.c1)
+
+    def checkpoint_spec(self):
+        weights = self.weights_spec
+        return {"x": weights, "value": Number(), "gradient": weights, "loss": Number(),
+                "n_evaluations": Integer(1), "history": self.history.checkpoint_spec()}
 
 
 def _penalised(value, x, c1):
@@ -242,96 +221,6 @@ def _line_search(fun, x, direction, steepest, loss, c1, step, max_linesearch):
     return None, max_linesearch
 
 
-def _log_entry(number, loss, x, steepest, n_evaluations, step, seconds):
-    """An iteration's entry of ``training_log_``."""
-    return {
-        "num": number,
-        "loss": float(loss),
-        "feature_norm": float(np.linalg.norm(x)),
-        "error_norm": float(np.linalg.norm(steepest)),
-        "active_features": int(np.count_nonzero(x)),
-        "n_evaluations": n_evaluations,
-        "step": float(step),
-        "time": seconds,
-    }
-
-
-def _stopping_rule(log, epsilon, period, delta):
-    """CRFsuite's rules on the log so far: ``(reason, message)`` when one fires, else None."""
-    entry = log[-1]
-    if entry["error_norm"] / max(1.0, entry["feature_norm"]) < epsilon:
-        return "converged", "gradient norm below epsilon"
-    if period and len(log) > period:
-        previous, loss = log[-1 - period]["loss"], entry["loss"]
-        if (previous - loss) / max(abs(loss), 1e-300) < delta:
-            return "converged", f"improvement over {period} iterations below delta"
-    return None
-
-
-def _read_run(checkpoint, x, value, gradient, settings, history, warm, callback):
-    """The record of this run in ``checkpoint`` (None if there is none) and its key; the
-    memory and the callback are put back in the state the record holds. A shared memory is
-    named by the record of the run that left it (see `_record_result`): the runs of a chain
-    are keyed one after another."""
-    key = checkpoint.key(x, value, gradient, settings,
-                         history.record_key if warm else None, _callback_state(callback))
-    weights = Array((x.size,))
-    callback_spec = _callback_spec(callback, weights)
-    record = checkpoint.read(
-        key,
-        finished=dict(result=dict(x=weights, fun=Number(), n_iter=Integer(0),
-                                  log=ListOf(_LOG_ENTRY), termination_condition=str,
-                                  message=str),
-                      callback=callback_spec),
-        running=dict(x=weights, value=Number(), gradient=weights, loss=Number(),
-                     n_evaluations=Integer(1), log=ListOf(_LOG_ENTRY, 1),
-                     history=history.checkpoint_spec(), callback=callback_spec))
-    if record is not None:
-        _restore(checkpoint, record, history, callback, warm, key)
-    return key, record
-
-
-def _callback_state(callback):
-    state = getattr(callback, "checkpoint_state", None)
-    return None if state is None else state()
-
-
-def _callback_spec(callback, weights):
-    """What a record holds of ``callback``'s state (None: it has none)."""
-    return None if getattr(callback, "checkpoint_state", None) is None else (
-        callback.checkpoint_spec(weights))
-
-
-def _restore(checkpoint, record, history, callback, warm, key):
-    """Put the memory and the callback back in the state ``record`` (filed under ``key``)
-    holds. A finished run that shares its memory with the next ones (``warm``) keeps it
-    in a part of its own, only while it is the newest of its chain (`_record_result`)."""
-    if record["callback"] is not None:
-        callback.restore_checkpoint_state(record["callback"])
-    if record["finished"] and warm:
-        history.record_key = key
-        record = checkpoint.read(key, dict(history=history.checkpoint_spec()),
-                                 part="memory") or record
-    if record.get("history") is not None:
-        history.restore_checkpoint_state(record["history"])
-
-
-def _record_result(checkpoint, key, result, shared_history, callback):
-    """Write a finished run's record. A memory shared with the runs that follow (an EM's
-    M-steps) is kept, as a part of its own, by the newest run of that chain only: a
-    resumed fit reads every earlier run and continues from the newest, so the earlier
-    ones' parts are removed (after the new one is written: the memory is never missing)."""
-    checkpoint.write(key, dict(finished=True, result=vars(result),
-                               callback=_callback_state(callback)))
-    if shared_history is None:
-        return
-    checkpoint.write(key, dict(finished=True, history=shared_history.checkpoint_state()),
-                     part="memory")
-    previous, shared_history.record_key = shared_history.record_key, key
-    if previous is not None and previous != key:
-        checkpoint.remove(previous, part="memory")
-
-
 class CurvatureHistory:
     """The last ``m`` correction pairs (s, y) of L-BFGS in preallocated ring buffers.
 
@@ -351,7 +240,8 @@ class CurvatureHistory:
         self.rho = np.zeros(m)
         self.m, self.size, self.newest = m, 0, -1
         self._alpha = np.empty(m)
-        # The checkpoint record of the run that left these pairs (`minimize_lbfgs`).
+        # The checkpoint record of the run that left these pairs: shared by runs, they are
+        # a state `run_iterations` carries from one run to the next.
         self.record_key = None
 
     def push(self, x_new, x, gradient_new, gradient):
@@ -400,20 +290,3 @@ class CurvatureHistory:
             beta = self.rho[i] * (self.y[i] @ q)
             daxpy(self.s[i], q, a=self._alpha[i] - beta)
         return q
-
-
-def _format_entry(entry, max_iterations):
-    standard = {"num", "loss", "feature_norm", "error_norm", "active_features",
-                "n_evaluations", "step", "time"}
-    extra = "".join(f" {key}={value:.4f}" for key, value in entry.items()
-                    if key not in standard and isinstance(value, float))
-    # A stopping rule may end the run sooner, so the time left is only a bound, and
-    # unknown without a cap on the iterations.
-    if np.isfinite(max_iterations):
-        left = entry["time"] / entry["num"] * (max_iterations - entry["num"])
-        extra += f"  at most {left:.0f}s left"
-    return (
-        f"iter {entry['num']:4d}  loss={entry['loss']:.6g}  |x|={entry['feature_norm']:.4g}"
-        f"  |g|={entry['error_norm']:.4g}  evals={entry['n_evaluations']}"
-        f"  time={entry['time']:.2f}s{extra}"
-    )

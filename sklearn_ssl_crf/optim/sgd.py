@@ -1,5 +1,6 @@
 """Stochastic gradient descent with the natural-gradient transforms, sparse L2 steps, and
-CRFsuite's learning-rate calibration and stopping rule.
+CRFsuite's learning-rate calibration; its epochs are the steps of the optimisers' one run
+loop (`run_iterations`, with CRFsuite's stopping rule).
 
 The parameters are state weights W (attributes x labels), held as ``W = scale * v`` so that
 the L2 shrinkage ``W <- (1 - eta * lam) W`` of every step is one multiplication of
@@ -14,15 +15,14 @@ batch's sequences at the trainer's current weights and its gradient (``d_state``
 rows ``rows`` of dW, ``rows`` distinct).
 """
 
-import time
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from .specs import Array, Either, Entries, Integer, ListOf, Number
+from ._best import BestIterate
+from ._run import run_iterations
+from .specs import Array, Either, Integer, Number
 from .transforms import GradientTransform
 
-__all__ = ["SGDTrainer", "SGDResult", "calibrate_learning_rate", "minimize_sgd", "sgd_epoch"]
+__all__ = ["SGDTrainer", "calibrate_learning_rate", "minimize_sgd", "sgd_epoch"]
 
 # Below this scale, ``v`` is multiplied out (CRFsuite's threshold).
 _MIN_SCALE = 1e-9
@@ -74,6 +74,15 @@ class SGDTrainer:
     def weights(self):
         """Copies of the current ``(W, T)``."""
         return self.state * self.scale, self.transition.copy()
+
+    def vector(self):
+        """The current ``(W, T)`` laid end to end, a new array."""
+        return np.concatenate([(self.state * self.scale).ravel(), self.transition.ravel()])
+
+    def set_vector(self, x):
+        """Set ``(W, T)`` from `vector`'s layout."""
+        self.set_weights(x[:self.state.size].reshape(self.state.shape),
+                         x[self.state.size:].reshape(self.transition.shape))
 
     def squared_norm(self):
         v = self.state.ravel()
@@ -131,15 +140,12 @@ class SGDTrainer:
         self.eta0, self.lam_transitions = state["eta0"], state["lam_transitions"]
 
     def checkpoint_spec(self, weights):
-        """What a checkpoint of the trainer holds; ``weights``: the spec of its
-        ``(W, T)``."""
-        return {"state": weights[0], "transition": weights[1], "scale": Number(),
+        """What a checkpoint of the trainer holds (its own arrays' shapes: ``weights``,
+        the spec of `vector`, plays no part)."""
+        return {"state": Array(self.state.shape), "transition": Array(self.transition.shape),
+                "scale": Number(),
                 "t": Integer(0), "lam": Number(), "eta0": Number(),
                 "lam_transitions": Either(None, Number())}
-
-    def weights_spec(self):
-        """The spec of `weights` in a checkpoint."""
-        return [Array(self.state.shape), Array(self.transition.shape)]
 
     def set_weights(self, state, transition):
         self.state[...] = state
@@ -221,37 +227,11 @@ def calibrate_learning_rate(make_trainer, gradient, sample, eta=0.1, rate=2.0,
     return best_eta, trials
 
 
-@dataclass
-class SGDResult:
-    """Outcome of `minimize_sgd`.
-
-    Attributes
-    ----------
-    state, transition : ndarray
-        Weights of the epoch with the lowest loss (CRFsuite keeps those).
-    n_iter : int
-        Epochs run.
-    log : list of dict
-        Per epoch: ``num``, ``loss``, ``feature_norm``, ``learning_rate``, ``time``, plus
-        what the callback returned.
-    termination_condition : str
-        Why it stopped, as a token: ``'converged'``, ``'max_iter'`` or ``'not_finite'``.
-    message : str
-        The same in words.
-    """
-
-    state: np.ndarray
-    transition: np.ndarray
-    n_iter: int
-    log: list = field(default_factory=list)
-    termination_condition: str = ""
-    message: str = ""
-
-
 def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=1e-6,
                  callback=None, verbose=False, checkpoint=None, state=()):
-    """Epochs of `sgd_epoch` with CRFsuite's stopping rule: stop when the loss improved by
-    less than ``delta`` (relative) over the last ``period`` epochs.
+    """Epochs of `sgd_epoch` with CRFsuite's stopping rule (`improvement_stalled`: the loss
+    improved by less than ``delta``, relative, over the last ``period`` epochs), keeping
+    the weights of the epoch of lowest loss, as CRFsuite does.
 
     Parameters
     ----------
@@ -271,84 +251,65 @@ def minimize_sgd(trainer, gradient, epoch_batches, max_epochs, period=10, delta=
         Other objects whose state the epochs change (the random generator that orders the
         batches, the data's running estimates, what the callback keeps), each with
         ``checkpoint_state()``, ``restore_checkpoint_state(state)`` and
-        ``checkpoint_spec(weights)`` (see `SGDTrainer.checkpoint_spec`).
+        ``checkpoint_spec(weights)`` (``weights``: the spec of `SGDTrainer.vector`).
 
     Returns
     -------
-    SGDResult
+    OptimizeResult
+        ``x``: the weights of the epoch of lowest loss (`SGDTrainer.vector`; the start's
+        if the first epoch's loss is not finite), ``fun`` that loss. Its log entries hold
+        ``num``, ``loss``, ``feature_norm``, ``learning_rate``, ``time``, plus what the
+        callback returned; its ``termination_condition`` is ``'converged'``,
+        ``'max_iter'`` or ``'not_finite'``.
     """
-    holders = [trainer, *state]
-    best_loss, best = np.inf, trainer.weights()
-    history = []
-    log = []
-    termination, message = "max_iter", f"stopped at its cap of {max_epochs} epochs"
-    epoch = 0
-    elapsed = 0.0
-    if checkpoint is not None:
-        key = checkpoint.key(dict(max_epochs=max_epochs, period=period, delta=delta),
-                             [holder.checkpoint_state() for holder in holders])
-        weights = trainer.weights_spec()
-        holder_specs = [holder.checkpoint_spec(weights) for holder in holders]
-        log_spec = ListOf(Entries(time=Number()))
-        record = checkpoint.read(
-            key,
-            finished=dict(result=dict(state=weights[0], transition=weights[1],
-                                      n_iter=Integer(0), log=log_spec,
-                                      termination_condition=str, message=str),
-                          holders=holder_specs),
-            running=dict(best_loss=Number(), best=weights, history=ListOf(Number()),
-                         log=log_spec, holders=holder_specs))
-        if record is not None:
-            for holder, held in zip(holders, record["holders"]):
-                holder.restore_checkpoint_state(held)
-            if record["finished"]:
-                checkpoint.say(f"run {key} read ({record['result']['n_iter']} epochs)")
-                return SGDResult(**record["result"])
-            best_loss, best, history, log = (record["best_loss"], tuple(record["best"]),
-                                             record["history"], record["log"])
-            elapsed = sum(entry["time"] for entry in log)
-            checkpoint.say(f"run {key} resumed at epoch {len(log)}")
-    for epoch in range(len(log) + 1, max_epochs + 1):
-        started = time.perf_counter()
-        loss = _epoch_loss(trainer, gradient, epoch_batches())
-        entry = {
-            "num": epoch,
-            "loss": float(loss),
-            "feature_norm": float(np.sqrt(trainer.squared_norm())),
-            "learning_rate": trainer.learning_rate(),
-            "time": time.perf_counter() - started,
-        }
-        if callback is not None:
-            entry.update(callback(epoch, trainer))
-        log.append(entry)
-        if verbose:
-            # "time" is the epoch's; the stopping rule may end the run before max_epochs.
-            elapsed += entry["time"]
-            left = elapsed / epoch * (max_epochs - epoch)
-            print(" ".join(f"{key}={value:.6g}" if isinstance(value, float) else
-                           f"{key}={value}" for key, value in entry.items()),
-                  f"at most {left:.0f}s left", flush=True)
-        if not np.isfinite(loss):
-            termination, message = "not_finite", "the loss is not finite"
-            # The result's weights, not non-finite ones: its record's reader refuses those.
-            trainer.set_weights(*best)
-            break
-        if loss < best_loss:
-            best_loss, best = loss, trainer.weights()
-        if len(history) >= period > 0:
-            improvement = (history[-period] - loss) / loss
-            if improvement < delta:
-                termination, message = ("converged",
-                                        f"improvement over {period} epochs below delta")
-                history.append(loss)
-                break
-        history.append(loss)
-        if checkpoint is not None and checkpoint.due(epoch) and epoch < max_epochs:
-            checkpoint.write(key, dict(
-                finished=False, best_loss=best_loss, best=list(best), history=history,
-                log=log, holders=[holder.checkpoint_state() for holder in holders]))
-    result = SGDResult(best[0], best[1], epoch, log, termination, message)
-    if checkpoint is not None:
-        checkpoint.write(key, dict(finished=True, result=vars(result),
-                                   holders=[holder.checkpoint_state() for holder in holders]))
-    return result
+    return run_iterations(_SGDStep(trainer, gradient, epoch_batches, state), max_epochs,
+                          period=period, delta=delta,
+                          settings=dict(max_epochs=max_epochs, period=period, delta=delta),
+                          callback=callback, verbose=verbose, checkpoint=checkpoint,
+                          unit="epoch")
+
+
+class _SGDStep:
+    """An epoch of SGD (a step of `run_iterations`), and the epoch of lowest loss."""
+
+    def __init__(self, trainer, gradient, epoch_batches, state):
+        self.trainer, self.gradient, self.epoch_batches = trainer, gradient, epoch_batches
+        self.holders = (trainer, *state)
+        self.start = None  # the holders' states are the run's start
+        # The start's weights are the result if the first epoch's loss is not finite.
+        self.initial = trainer.vector()
+        self.lowest = BestIterate()  # of the negated loss: the lowest loss wins
+        self.weights_spec = Array(self.initial.shape)
+
+    @property
+    def iterate(self):
+        return self.trainer
+
+    def __call__(self):
+        loss = _epoch_loss(self.trainer, self.gradient, self.epoch_batches())
+        return {"loss": float(loss),
+                "feature_norm": float(np.sqrt(self.trainer.squared_norm())),
+                "learning_rate": self.trainer.learning_rate()}
+
+    def stop(self, entry):
+        """Stop on a loss that is not finite (the trainer goes back to the kept weights,
+        finite ones); otherwise keep the epoch if its loss is the lowest."""
+        if not np.isfinite(entry["loss"]):
+            self.trainer.set_vector(self.result()[0])
+            return "not_finite", "the loss is not finite"
+        self.lowest.offer(entry["num"], -entry["loss"], self.trainer.vector())
+        return None
+
+    def result(self):
+        if self.lowest.weights is None:
+            return self.initial, np.inf
+        return self.lowest.weights, -self.lowest.score
+
+    def checkpoint_state(self):
+        return {"lowest": self.lowest.checkpoint_state()}
+
+    def restore_checkpoint_state(self, state):
+        self.lowest.restore_checkpoint_state(state["lowest"])
+
+    def checkpoint_spec(self):
+        return {"lowest": self.lowest.checkpoint_spec(self.weights_spec)}

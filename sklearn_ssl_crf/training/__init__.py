@@ -5,7 +5,6 @@ from ._checkpoints import GeneratorState, RunCheckpoints
 from ._graph_pr_em import EMSettings, ExpectationMaximisation
 from ._records import Fold, FoldRun, InitStart, LoggingCallback, Phase, Problem
 from ._selection import (
-    BestEpoch,
     HeldOut,
     Iterates,
     cv_results,
@@ -18,8 +17,8 @@ from ._selection import (
 from ._stochastic import StochasticSamples, union_masks
 
 __all__ = [
-    "BestEpoch", "EMSettings", "ExpectationMaximisation", "Fold", "FoldRun", "GeneratorState",
-    "HeldOut", "InitStart", "Iterates", "LoggingCallback", "Phase", "Problem", "RunCheckpoints",
+    "EMSettings", "ExpectationMaximisation", "Fold", "FoldRun", "GeneratorState", "HeldOut",
+    "InitStart", "Iterates", "LoggingCallback", "Phase", "Problem", "RunCheckpoints",
     "StochasticSamples", "cv_results", "describe_settings", "first_best", "held_out_splits",
     "padded_scores", "setting_candidates", "union_masks"
 ]

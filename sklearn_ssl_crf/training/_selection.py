@@ -5,44 +5,47 @@
 
 import copy
 from numbers import Integral, Real
+from operator import attrgetter
 
 import numpy as np
 from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
 
-from ..optim import StopTraining
-from ..optim.specs import Either, Integer, ListOf, Number
+from ..optim import BestIterate, StopTraining
+from ..optim.specs import Either, Integer
 
 
 class Iterates:
-    """Scores the iterates of one run on a held-out set, keeps the best, and ends the run
-    after ``patience`` iterations without a better score.
+    """Scores the iterates of one run on a held-out set, keeps the best (`BestIterate`),
+    and ends the run after ``patience`` iterations without a better score.
 
     A phase that runs its own iterations calls `record` (iteration 0, the start, first);
     as an L-BFGS callback, ``iterates(iteration, theta)`` raises `StopTraining` to end the
-    run. Without a held-out set it keeps the last iterate.
+    run. Without a held-out set (``score`` None) it scores and keeps nothing.
     """
 
     def __init__(self, score, patience):
         self.score, self.patience = score, patience
-        self.scores = []
-        self.best_iteration, self.best_theta, self.best_state = 0, None, None
+        self.kept = BestIterate()
+
+    # The best iterate as the estimators read it; ``scores``: every iterate's, from the
+    # start's.
+    scores = property(attrgetter("kept.scores"))
+    best_iteration = property(attrgetter("kept.iteration"))
+    best_theta = property(attrgetter("kept.weights"))
+    best_state = property(attrgetter("kept.state"))
 
     def record(self, iteration, theta, state=None):
         """The iterate's log entry (its score), and ``(reason, message)`` if the run should
         end here, else None."""
         if self.score is None:
-            self.best_iteration, self.best_theta, self.best_state = iteration, theta, state
             return {}, None
         value = float(self.score(theta, state))
-        self.scores.append(value)
         if iteration == 0:
             self.start_theta, self.start_state = np.array(theta), state
-        if self.best_theta is None or value > self.scores[self.best_iteration]:
-            self.best_iteration, self.best_theta, self.best_state = (
-                iteration, np.array(theta), state)
+        self.kept.offer(iteration, value, np.array(theta), state)
         entry = {"validation_score": value}
-        if self.patience and iteration - self.best_iteration >= self.patience:
+        if self.patience and iteration - self.kept.iteration >= self.patience:
             return entry, ("no_improvement",
                            f"stopped: no better validation score in {self.patience} "
                            "iterations")
@@ -56,18 +59,16 @@ class Iterates:
 
     def checkpoint_state(self):
         """What an L-BFGS run's iterations change (`optim.minimize_lbfgs`'s checkpoints),
-        and the patience. (``best_theta`` is never changed in place: no copy.)"""
-        return {"scores": list(self.scores), "best_iteration": self.best_iteration,
-                "best_theta": self.best_theta, "patience": self.patience}
+        and the patience."""
+        return {"kept": self.kept.checkpoint_state(), "patience": self.patience}
 
     def restore_checkpoint_state(self, state):
-        self.scores, self.best_iteration = list(state["scores"]), state["best_iteration"]
-        self.best_theta = state["best_theta"]
+        self.kept.restore_checkpoint_state(state["kept"])
 
     def checkpoint_spec(self, weights):
         """What a checkpoint of it holds; ``weights``: the spec of an iterate."""
-        return {"scores": ListOf(Number()), "best_iteration": Integer(0),
-                "best_theta": Either(None, weights), "patience": Either(None, Integer(0))}
+        return {"kept": self.kept.checkpoint_spec(weights),
+                "patience": Either(None, Integer(0))}
 
 
 class HeldOut:
@@ -218,31 +219,3 @@ def cv_results(penalties, penalty_scores, scores, strengths, paths, priors):
     for k in range(split_scores.shape[1]):
         results[f"split{k}_test_score"] = split_scores[:, k]
     return results
-
-
-class BestEpoch:
-    """The semi-supervised epoch (0: the supervised model) with the best dev score by the
-    package's one rule: span F1 for span labels, token accuracy otherwise."""
-
-    def __init__(self, spans):
-        self.key = "dev_span_f1" if spans else "dev_accuracy"
-        self.scores, self.epoch, self.weights = [], None, None
-
-    def offer(self, epoch, scores, trainer):
-        self.scores.append(scores[self.key])
-        if self.weights is None or scores[self.key] > self.scores[self.epoch]:
-            self.epoch = epoch
-            self.weights = tuple(np.array(weights) for weights in trainer.weights())
-
-    def checkpoint_state(self):
-        return {"scores": list(self.scores), "epoch": self.epoch,
-                "weights": None if self.weights is None else list(self.weights)}
-
-    def restore_checkpoint_state(self, state):
-        self.scores, self.epoch = list(state["scores"]), state["epoch"]
-        self.weights = None if state["weights"] is None else tuple(state["weights"])
-
-    def checkpoint_spec(self, weights):
-        """What a checkpoint of it holds; ``weights``: the spec of the trainer's."""
-        return {"scores": ListOf(Number()), "epoch": Either(None, Integer(0)),
-                "weights": Either(None, weights)}
