@@ -335,3 +335,45 @@ def test_folds_spread_the_copies_of_a_repeated_label_sequence():
         for train, h in splits:
             assert set(ids[h]) & set(range(40)) <= set(ids[train])
     assert [h.tolist() for _, h in rng_splits[0]] != [h.tolist() for _, h in rng_splits[1]]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: CRFCV(c1=0.0, c2=[0.01, 1.0], cv=3),
+    lambda: EntropyRegularizedCRF(c1=0.0, c2=[0.01, 1.0], gamma=[0.0, 0.5],
+                                  proportion_weight=0.0, max_iterations=10, cv=3),
+    lambda: SelfTrainingCRF(c1=0.0, c2=[0.01, 1.0], max_rounds=2, max_iterations=10, cv=3),
+    lambda: GraphPRCRF(graph="knn", n_neighbors=5, c1=0.0, c2=[0.01, 1.0], em_iterations=2,
+                       mstep_iterations=5, max_iterations=10, cv=3),
+    lambda: NaturalGradientCRF(c2=0.1, gamma=0.1, max_iterations=3),
+], ids=["CRFCV", "EntropyRegularizedCRF", "SelfTrainingCRF", "GraphPRCRF",
+        "NaturalGradientCRF"])
+def test_default_fits_are_the_same_model_for_any_n_jobs_and_either_convention(synthetic,
+                                                                              make):
+    """random_state=None (the default): the unlabeled sequences inside X (label None) or in
+    X_unlabeled, n_jobs 1 or 2, and NumPy's global generator in any state give one model
+    (issue #42: the folds were drawn from the global generator)."""
+    X, y = synthetic
+    X_labelled, y_labelled, X_unlabeled = X[:30], y[:30], X[30:90]
+    fits = []
+    for n_jobs, inside in ((1, False), (2, True), (1, True), (2, False)):
+        np.random.seed(len(fits))  # a fit must not depend on the global generator
+        model = make()
+        if "n_jobs" in model.get_params():  # NGD has none: its steps are sequential
+            model.set_params(n_jobs=n_jobs)
+        if isinstance(model, CRFCV):  # supervised: no unlabeled sequences to place
+            model.fit(X_labelled, y_labelled)
+        elif inside:
+            model.fit(X_labelled + X_unlabeled, y_labelled + [None] * len(X_unlabeled))
+        else:
+            model.fit(X_labelled, y_labelled, X_unlabeled=X_unlabeled)
+        fits.append(model)
+    first = fits[0]
+    for other in fits[1:]:
+        assert other.attributes_ == first.attributes_
+        np.testing.assert_array_equal(other.state_weights_, first.state_weights_)
+        np.testing.assert_array_equal(other.transition_weights_, first.transition_weights_)
+        if getattr(first, "cv_results_", None) is not None:
+            assert other.best_params_ == first.best_params_
+            for key, values in first.cv_results_.items():
+                if key.startswith(("split", "mean_test")):
+                    np.testing.assert_array_equal(other.cv_results_[key], values)

@@ -89,7 +89,9 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
         ``semi_supervised_iterations`` in the refit. With a dev set, its best iterate is
         kept if it beats the start by ``tol``.
     random_state : int, RandomState instance or None, default=None
-        Shuffles the folds of ``cv`` (an int).
+        Shuffles the folds of ``cv`` (an int). None is a fixed seed: every fit with the
+        same data and parameters gives the same model, whatever NumPy's global generator
+        holds and for any ``n_jobs``.
     semi_supervised_iterations : int or None, default=100
         Maximum L-BFGS iterations of the semi-supervised phase (None: to convergence).
     algorithm : {'lbfgs'}, default='lbfgs'

@@ -12,7 +12,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..metrics import check_scoring
@@ -24,6 +23,7 @@ from ..potentials import WeightLayout
 from ..training import GeneratorState, StochasticSamples, union_masks
 from ..utils import (
     concatenate_inputs,
+    fit_random_state,
     single_threaded_blas,
     stack_sequences,
     unchanged_on_failure,
@@ -99,7 +99,8 @@ class NaturalGradientCRF(BaseCRF):
         random order at every epoch (each batch's feature matrices are then built once);
         without shuffling, batches are consecutive sequences.
     random_state : int, RandomState instance or None, default=None
-        Seeds the calibration sample and the shuffling.
+        Seeds the calibration sample and the shuffling. None is a fixed seed: every fit
+        with the same data and parameters gives the same model, as CRFsuite's does.
     gamma : float, default=0.0
         Weight of the negative entropy of unlabelled sequences (as `EntropyRegularizedCRF`).
     proportion_weight : float, default=0.0
@@ -325,7 +326,7 @@ state_features_, transition_features_, size_, vectorizer_
         if streamed:
             sequences = stack_sequences([sequences, *streamed])
             del streamed
-        self._random = check_random_state(self.random_state)
+        self._random = fit_random_state(self.random_state)
         rng = np.random.default_rng(self._random.randint(2**31))
         # As the L-BFGS estimators: the supervised model first, then the unlabelled terms
         # (from zero weights, entropy minimisation locks in the first guesses).
@@ -454,7 +455,7 @@ state_features_, transition_features_, size_, vectorizer_
         allowed = samples.seen_structure(self.all_possible_transitions,
                                          None if first else self.allowed_transitions_)
         if first:
-            self._random = check_random_state(self.random_state)
+            self._random = fit_random_state(self.random_state)
             self._rng = np.random.default_rng(self._random.randint(2**31))
             self._trainer = self._new_trainer(samples, self._rng)
             self.training_log_, self.n_iter_, self._n_seen = [], 0, 0

@@ -9,10 +9,10 @@ from operator import attrgetter
 
 import numpy as np
 from sklearn.model_selection import check_cv
-from sklearn.utils import check_random_state
 
 from ..optim import BestIterate, StopTraining
 from ..optim.specs import Either, Integer
+from ..utils import fit_random_state
 
 
 class Iterates:
@@ -157,13 +157,13 @@ def spread_folds(ids, n_folds, random_state=None):
     folds in turn, so fold sizes differ by at most one and no id with at most ``n_folds``
     copies is held out whole: with a few labelled copies of each word (handwriting), every
     fold's training part still holds each word. Without repeated ids this is a shuffled
-    k-fold split.
+    k-fold split. ``random_state`` None is a fixed seed (`utils.fit_random_state`).
 
     Returns
     -------
     splits : list of (train, held) index arrays
     """
-    rng = check_random_state(random_state)
+    rng = fit_random_state(random_state)
     ids = np.asarray(ids)
     shuffled = rng.permutation(len(ids))
     group_order = rng.permutation(ids.max() + 1)
