@@ -94,13 +94,11 @@ def test_dev_selection_is_never_worse_than_the_supervised_start(synthetic, estim
     # The best iterate, unless it beats the start by less than tol.
     best = int(np.argmax(scores))
     assert model.best_iteration_ == (best if scores[best] - scores[0] >= model.tol else 0)
-    # Iteration 0 is the supervised start at the chosen priors, whatever the strength: the
-    # model with no unlabelled term on the same input (so the same attributes).
-    start = EntropyRegularizedCRF(gamma=0.0, proportion_weight=0.0, early_stopping=False,
-                                  c1=model.best_params_["c1"], c2=model.best_params_["c2"],
-                                  max_iterations=model.max_iterations)
-    start.fit(X[:20], y[:20], X_unlabeled=X[100:220], X_dev=X[20:100], y_dev=y[20:100])
-    assert model.validation_scores_[0] == pytest.approx(start.validation_scores_[0])
+    # Iteration 0 is the supervised fit that ranked the chosen priors: one score.
+    row = [params for params in model.cv_results_["params"] if params["n_iter"] == 0
+           and "c2_transitions" not in params and len(params) == 3].index(
+        {"c1": model.best_params_["c1"], "c2": model.best_params_["c2"], "n_iter": 0})
+    assert model.validation_scores_[0] == model.cv_results_["mean_test_score"][row]
 
 
 @pytest.mark.parametrize("spans", [True, False])
@@ -377,3 +375,32 @@ def test_default_fits_are_the_same_model_for_any_n_jobs_and_either_convention(sy
             for key, values in first.cv_results_.items():
                 if key.startswith(("split", "mean_test")):
                     np.testing.assert_array_equal(other.cv_results_[key], values)
+
+
+def gold_probability(estimator, X, y):
+    """The mean marginal probability of the gold labels: a score that any change of the
+    weights moves (token accuracy may not)."""
+    return float(np.mean([marginals[label] for sequence, labels in
+                          zip(estimator.predict_marginals(X), y)
+                          for marginals, label in zip(sequence, labels)]))
+
+
+@pytest.mark.parametrize("dev", [False, True])
+def test_the_supervised_start_has_one_score(synthetic, dev):
+    """The fit that ranks the chosen priors is the semi-supervised runs' iteration 0: the
+    supervised start has one score as a candidate and as the start of the curves (issue
+    #42: they were a loosened ranking fit and a full fit)."""
+    X, y = synthetic
+    model = EntropyRegularizedCRF(
+        c1=[0.0, 0.1], c2=[0.1, 1.0], gamma=0.5, proportion_weight=0.0, cv=3,
+        random_state=0, early_stopping=False, semi_supervised_iterations=3,
+        scoring=gold_probability)
+    held = dict(X_dev=X[200:240], y_dev=y[200:240]) if dev else {}
+    model.fit(X[:30], y[:30], X_unlabeled=X[30:90], **held)
+    results = model.cv_results_
+    rows = [i for i, params in enumerate(results["params"])
+            if "gamma" not in params and params["c1"] == model.best_params_["c1"]
+            and params["c2"] == model.best_params_["c2"]]
+    assert len(rows) == 1
+    assert model.validation_scores_[0] == pytest.approx(results["mean_test_score"][rows[0]],
+                                                        rel=1e-14)

@@ -162,11 +162,12 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
                   "strength(s)")
         priors, penalty_scores = self._choose_penalties(problem, held_sets, penalties)
         if X_dev is not None:
-            kept = self._strength_runs(problem, *held_sets[0], priors, strengths, keep=True)
+            kept = self._strength_runs(problem, *held_sets[0], priors, strengths, penalties,
+                                       keep=True)
             scores = [[run.iterates.scores] for run in kept]
         elif self._max_phase_iterations() != 0:
             scores = [list(by_strength) for by_strength in zip(*self._over_held_sets(
-                "_strength_runs", problem, held_sets, priors, strengths))]
+                "_strength_runs", problem, held_sets, priors, strengths, penalties))]
         else:
             # A supervised estimator: the priors' scores are all there is to choose by.
             scores = [[[score] for score in penalty_scores[penalties.index(priors)]]]
@@ -329,33 +330,54 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
             delayed(_in_worker)(worker, method, problem, train, held, *args, k=k)
             for k, (train, held) in enumerate(held_sets))
 
+    def _penalty_path(self, fold, penalties, held):
+        """The fold's supervised fits at each prior candidate in turn, as selection ranks
+        them on ``held``, each fit ``(priors, result)``; the fold is left at the priors
+        last yielded.
+
+        From strong to weak L2 for each c1 and c2_transitions: each fit starts at the last
+        one; on a cross-validation fold it stops at a looser relative improvement
+        (``CV_DELTA``: a refit follows), on a dev set at the estimator's own (its fits may
+        be the model). The fits are deterministic: the semi-supervised runs of a fold start
+        from the very fit that ranked their priors (`_strength_runs`), so the supervised
+        start has one score."""
+        delta = CV_DELTA if held.in_fold else None
+        theta, previous = None, None
+        for priors in penalties:
+            self._set_priors(fold, priors)
+            path = (fold.c1, fold.c2_transitions)
+            result = self._supervised_start(fold, theta if path == previous else None,
+                                            delta=delta)
+            theta, previous = result.x, path
+            yield priors, result
+
     def _penalty_scores(self, problem, train, held, penalties, k=0):
         """The held-out scores of the supervised fits at each prior candidate, on the
         held-out set ``held`` (number ``k``) of the labelled sequences ``train``."""
-        scores, theta, previous = [], None, None
         # Supervised fits need only the labelled part of the estimator's fold.
         fold = SemiSupervisedPath._fold(self, problem, train)
-        for priors in penalties:
-            self._set_priors(fold, priors)
-            # From strong to weak L2 for each c1 and c2_transitions: each fit starts at the
-            # last one, and stops at a looser relative improvement (delta): only the
-            # ranking of the candidates is needed here.
-            path = (fold.c1, fold.c2_transitions)
-            start = theta if path == previous else None
-            theta = self._supervised_start(fold, start, delta=CV_DELTA).x
-            previous = path
-            scores.append(held.scorer(self, fold)(theta))
+        score = held.scorer(self, fold)
+        scores = [score(result.x) for _, result in self._penalty_path(fold, penalties, held)]
         self._say(f"  priors, held-out set {k + 1}: " + ", ".join(
             f"{describe_settings(priors)}: {s:.4f}" for priors, s in zip(penalties, scores)))
         return scores
 
-    def _strength_runs(self, problem, train, held, priors, strengths, k=0, keep=False):
+    def _strength_runs(self, problem, train, held, priors, strengths, penalties, k=0,
+                       keep=False):
         """For each strength candidate, the run from the supervised start at ``priors`` on
         the labelled sequences ``train``, scored on the held-out set ``held`` (number
-        ``k``) at every iteration: the runs if ``keep``, else their scores."""
+        ``k``) at every iteration: the runs if ``keep``, else their scores. Where the
+        priors were chosen among ``penalties``, the start is the fit that ranked them
+        (`_penalty_path`): its score as a candidate and as iteration 0 are one score."""
         fold = self._fold(problem, train)
-        self._set_priors(fold, priors)
-        start = self._supervised_start(fold)
+        if len(penalties) > 1:
+            # The fits that lead to it: its c1 and c2_transitions, from strong L2 to its.
+            path = [candidate for candidate in penalties if candidate["c1"] == priors["c1"]
+                    and candidate.get("c2_transitions") == priors.get("c2_transitions")]
+            *_, (_, start) = self._penalty_path(fold, path[:path.index(priors) + 1], held)
+        else:
+            self._set_priors(fold, priors)
+            start = self._supervised_start(fold)
         runs = []
         for strength in strengths:
             run = self._run(problem, train, priors, strength, self._max_phase_iterations(),
