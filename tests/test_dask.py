@@ -103,6 +103,24 @@ def test_entropy_regularised_crf_on_a_cluster_is_the_one_process_model(client, t
     assert "PackedSequences" not in traffic["argument_types"]
 
 
+def test_selection_on_a_cluster_with_the_unlabeled_inside_x_is_the_one_process_model(
+        client, monkeypatch):
+    """Default random_state, priors chosen by cv: the unlabeled sequences inside X (label
+    None) on the cluster give the model of X_unlabeled in one process (issue #42)."""
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 400)  # several chunks
+    X, y = make_sequences(200, features="dict", random_state=1)
+    params = {"c1": 0.0, "c2": [0.1, 1.0], "gamma": [0.0, 0.1], "proportion_weight": 0.0,
+              "max_iterations": 10, "semi_supervised_iterations": 5, "cv": 3}
+    one = EntropyRegularizedCRF(n_jobs=1, **params).fit(X[:30], y[:30], X_unlabeled=X[30:])
+    with parallel_config(backend="dask"):
+        cluster = EntropyRegularizedCRF(**params).fit(X, y[:30] + [None] * 170)
+    assert cluster.best_params_ == one.best_params_
+    np.testing.assert_array_equal(cluster.cv_results_["mean_test_score"],
+                                  one.cv_results_["mean_test_score"])
+    np.testing.assert_array_equal(one.state_weights_, cluster.state_weights_)
+    np.testing.assert_array_equal(one.transition_weights_, cluster.transition_weights_)
+
+
 def test_graph_pr_on_a_cluster_is_the_one_process_model(client, monkeypatch):
     monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 700)
     X, y = make_sequences(240, features="dict", random_state=0)
