@@ -127,6 +127,19 @@ def test_same_random_state_gives_the_same_clusters(corpus):
     np.testing.assert_array_equal(first.paths_, second.paths_)
 
 
+def test_the_default_random_state_gives_the_same_clusters_at_every_fit(corpus):
+    """random_state=None is a fixed seed (issue #42): NumPy's global generator, in
+    whatever state, does not change the clusters."""
+    params = dict(n_clusters=(5, 10), n_components=10, path_lengths=(2,))
+    fits = []
+    for seed in (1, 2):
+        np.random.seed(seed)
+        fits.append(WordClusters(**params).fit(corpus))
+    np.testing.assert_array_equal(fits[0].vectors_, fits[1].vectors_)
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    np.testing.assert_array_equal(fits[0].paths_, fits[1].paths_)
+
+
 def test_vectors_have_unit_length(fitted):
     np.testing.assert_allclose(np.linalg.norm(fitted.vectors_, axis=1), 1.0, rtol=1e-5)
     assert fitted.vectors_.dtype == np.float32

@@ -21,12 +21,11 @@ import scipy.sparse as sp
 from scipy.cluster.hierarchy import linkage
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.cluster import MiniBatchKMeans
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import KeywordOnlyParameters, SequenceTagsMixin
+from ..utils import KeywordOnlyParameters, SequenceTagsMixin, fit_random_state
 
 # Tokens per block of the co-occurrence count: bounds the temporary arrays of `fit`.
 _BLOCK_TOKENS = 1 << 18
@@ -73,7 +72,8 @@ class WordClusters(KeywordOnlyParameters, SequenceTagsMixin, TransformerMixin, B
     path_lengths : tuple of int, default=()
         Lengths of the path prefixes used as features (empty: no path features).
     random_state : int, RandomState instance or None, default=None
-        Seeds the SVD and k-means: the same seed gives the same clusters.
+        Seeds the SVD and k-means: the same seed gives the same clusters. None is a fixed
+        seed: every fit on the same text gives the same clusters.
     verbose : int, default=0
         Print the steps and their time.
 
@@ -184,7 +184,7 @@ class WordClusters(KeywordOnlyParameters, SequenceTagsMixin, TransformerMixin, B
                 "X must be a sequence (fitting reads it twice), not a one-shot iterator; "
                 "pass list(X)"
             )
-        random_state = check_random_state(self.random_state)
+        random_state = fit_random_state(self.random_state)
         timer = _Timer(self.verbose)
 
         counts = Counter()
