@@ -140,11 +140,6 @@ training_log_, termination_condition_, vectorizer_
         self.scoring = scoring
         self.random_state = random_state
 
-    # No semi-supervised phase: nothing to stop early.
-    early_stopping = False
-    n_iter_no_change = None
-    tol = 0.0
-
     @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, X_dev=None, y_dev=None, sample_weight=None):

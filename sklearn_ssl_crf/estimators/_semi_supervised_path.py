@@ -140,7 +140,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         self._scorer = check_scoring(self.scoring, self.classes_)
         n_labelled = problem.n_labelled
         selects = len(penalties) > 1 or len(strengths) > 1 or (
-            self.early_stopping and self._max_phase_iterations() != 0)
+            self._max_phase_iterations() != 0 and self.early_stopping)
         if not selects:
             # One run; a dev set is only scored.
             priors, strength = penalties[0], strengths[0]
@@ -418,7 +418,8 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
                 gains.append(path.max() - path[0])
                 iterations.append(int(np.argmax(path)))
         chosen = first_best(np.array(gains))
-        if gains[chosen] < self.tol or gains[chosen] <= 0:
+        # No phase (a supervised estimator, cap 0): nothing to keep, and no tol to read.
+        if cap == 0 or gains[chosen] <= 0 or gains[chosen] < self.tol:
             return chosen, 0, paths
         return chosen, iterations[chosen], paths
 
@@ -475,6 +476,8 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         return [dict(zip(names, combination)) for combination in product(*values)]
 
     def _patience(self):
+        if self._max_phase_iterations() == 0:
+            return None  # no phase to stop early
         return self.n_iter_no_change if self.early_stopping else None
 
     # -- hooks ---------------------------------------------------------------------------
