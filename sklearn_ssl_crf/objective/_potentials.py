@@ -66,9 +66,9 @@ def log_likelihood(packed, unary, transition, workspace=None):
 
 
 def sequence_log_likelihood(packed, unary, transition):
-    """`log_likelihood` of one sequence by the per-chain kernel `chain_statistics` (at
-    first order): stochastic training's single-sequence steps, where the batched
-    lattice's set-up would cost more than the recursions."""
+    """`log_likelihood` of one sequence by the per-chain kernel `chain_statistics`:
+    stochastic training's single-sequence steps, where the batched lattice's set-up would
+    cost more than the recursions."""
     return _log_likelihood(packed, unary, transition, _one_chain_lattice, None)
 
 
@@ -89,8 +89,7 @@ class _OneChain:
 
 
 def _one_chain_lattice(unary, transition, layout, workspace):
-    if transition.ndim == 3:  # `chain_statistics` runs the batched pair lattice
-        return chain_lattice(unary, transition, layout, workspace)
+    # At order 2 `chain_statistics` itself runs the pair lattice on the one chain.
     return _OneChain(*chain_statistics(unary, transition))
 
 
