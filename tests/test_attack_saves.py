@@ -181,8 +181,13 @@ def test_a_dangling_link_is_kept_and_its_file_created(tmp_path):
 #: A process whose save blocks in the middle of writing the model: it prints the names in
 #: the directory (the temporary file, holding the file's start, among them), then waits.
 BLOCKED_SAVE = textwrap.dedent("""
-    import json, os, sys, threading
+    import json, os, signal, sys, threading
     from sklearn_ssl_crf import save
+
+    # The signals' default actions, whatever the test runner inherited (under nohup,
+    # SIGHUP is ignored, and a save keeps an ignored signal ignored).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
     class Blocking:
         def __reduce__(self):
