@@ -366,7 +366,7 @@ def test_trigram_similarities_match_a_per_token_reference(suffixes):
 def test_suffix_features_change_similarities_only_when_given():
     rng = np.random.default_rng(10)
     sentences = random_sentences(rng, 40, ["a", "cats", "dogs", "walked", "talked", "sat"])
-    plain = trigram_graph(sentences, n_neighbors=1000)
+    plain = trigram_graph(sentences, n_neighbors=1000, suffixes=None)
     assert (plain.weights != trigram_graph(sentences, n_neighbors=1000,
                                            suffixes=[]).weights).nnz == 0
     unused = trigram_graph(sentences, n_neighbors=1000, suffixes=["xyz"])
@@ -374,6 +374,24 @@ def test_suffix_features_change_similarities_only_when_given():
     with_suffixes = trigram_graph(sentences, n_neighbors=1000, suffixes=("s", "ed"))
     assert with_suffixes.vertex_names == plain.vertex_names
     assert abs(with_suffixes.weights - plain.weights).max() > 1e-3
+
+
+def test_auto_suffixes_are_the_endings_of_at_least_one_percent_of_word_types():
+    # 6 word types (numbers and punctuation are not word types), so 2 of them at least: 's'
+    # ends cats and dogs; 'd', 'ed' and 'ked' end walked and talked; 'a' ends no longer word
+    # and 't' one only ('sat'; 'cats' ends in 's').
+    sentences = [["a", "cats", "sat", ",", "3"], ["dogs", "walked", "talked", "a"]]
+    auto = trigram_graph(sentences, n_neighbors=1000)
+    listed = trigram_graph(sentences, n_neighbors=1000, suffixes=["d", "ed", "ked", "s"])
+    assert (auto.weights != listed.weights).nnz == 0
+    assert _trigram._frequent_endings(["a", "cats", "sat", "dogs", "walked", "talked",
+                                       "<num>", ","]) == ["d", "ed", "ked", "s"]
+    # With 300 types the floor is 3 types: an ending of 2 is out, one of 4 in (the other
+    # types' 2-letter endings are all different).
+    types = [f"w{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(294)]
+    types += ["oxq", "pxq", "alz", "blz", "clz", "dlz"]
+    endings = _trigram._frequent_endings(types)
+    assert "lz" in endings and "xq" not in endings
 
 
 def test_trigram_graph_keeps_k_mutual_neighbours():
@@ -463,7 +481,7 @@ ROWS = [np.ones((2, 2))]
     (lambda: trigram_graph(WORDS, n_neighbors=True), TypeError, "n_neighbors"),
     (lambda: trigram_graph(WORDS, max_block_entries=0), ValueError, "max_block_entries"),
     (lambda: trigram_graph(WORDS, word_key=1), TypeError, "word_key must be a str"),
-    (lambda: trigram_graph(WORDS, suffixes="ing"), TypeError, "not one str"),
+    (lambda: trigram_graph(WORDS, suffixes="ing"), TypeError, "not one other str"),
     (lambda: trigram_graph(WORDS, suffixes=["ing", ""]), ValueError, "non-empty str"),
     (lambda: trigram_graph([]), ValueError, "X is empty"),
     (lambda: trigram_graph([[], []]), ValueError, "X has no tokens"),
