@@ -200,6 +200,20 @@ def test_dev_file_chooses_among_several_values(corpus, capsys):
     assert "c2=0.01" in summary and "dev span F1" in summary
 
 
+def test_a_dev_file_with_a_label_the_training_file_lacks_is_scored(corpus, tmp_path,
+                                                                   capsys):
+    _, paths = corpus
+    X, y = make_sequences(260, random_state=0)
+    y_dev = [["B-NEW" if t == 0 else label for t, label in enumerate(labels)]
+             for labels in y[60:100]]
+    dev = _write_columns(tmp_path / "dev.txt", X[60:100], y_dev)
+    with pytest.warns(UserWarning, match=r"y_dev has 1 label\(s\) not in the training data "
+                      r"\(B-NEW\) on 40 of its"):
+        assert main(["train", str(paths["train"]), "--dev", str(dev), "--c2", "0.01", "100",
+                     "--token-columns", "0", "--max-iterations", "30", "--quiet"]) == 0
+    assert "c2=0.01" in capsys.readouterr().out
+
+
 def test_c2_transitions_is_kept_or_chosen(corpus, tmp_path, capsys):
     _, paths = corpus
     common = ["train", str(paths["train"]), "--order", "2", "--c1", "0", "--c2", "0.1",

@@ -11,6 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, KFold
 
 from sklearn_ssl_crf import (
+    CRF,
     CRFCV,
     EntropyRegularizedCRF,
     GraphPRCRF,
@@ -295,8 +296,8 @@ def test_termination_condition_and_convergence_warning(synthetic, monkeypatch):
 
 @pytest.mark.parametrize("setup, message", [
     (lambda X, y: (EntropyRegularizedCRF(max_iterations=3),
-                   dict(X_dev=X[30:40], y_dev=[["NEW"] * len(s) for s in X[30:40]])),
-     "y_dev has labels not in the training data"),
+                   dict(X_dev=X[30:40], y_dev=[None] * 10)),
+     "y_dev has no labelled sequence"),
     (lambda X, y: (EntropyRegularizedCRF(cv=50), {}), "cv=50 folds need at least 50"),
     (lambda X, y: (CRFCV(cv=31), {}), "cv=31 folds need at least 31 labelled"),
     (lambda X, y: (SelfTrainingCRF(scoring="span_f1", max_rounds=1),
@@ -312,6 +313,40 @@ def test_clear_errors(synthetic, setup, message):
     labels = arguments.pop("y", y[:30])
     with pytest.raises(ValueError, match=message):
         estimator.fit(X[:30], labels, **arguments)
+
+
+@pytest.mark.parametrize("estimator", [
+    CRF(c2=0.1, max_iterations=30),
+    CRFCV(c2=[1.0, 0.1], cv=3),
+    EntropyRegularizedCRF(c2=[1.0, 0.1], gamma=1.0, max_iterations=30,
+                          semi_supervised_iterations=3),
+    SelfTrainingCRF(c2=[1.0, 0.1], max_rounds=2),
+    NaturalGradientCRF(gamma=1.0, max_iterations=3, eta0=0.1, batch_size=8, random_state=0),
+], ids=["crf", "crfcv", "entropy", "self-training", "natural-gradient"])
+def test_dev_labels_unseen_in_training_are_scored_as_errors_with_a_warning(synthetic,
+                                                                          estimator):
+    # A dev set of 80 sentences whose every third sentence has a label the 20 training
+    # sentences lack (as INTJ missing from 150 EWT sentences): every estimator takes it,
+    # says so, and scores those tokens as errors, as CRFsuite does.
+    X, y = synthetic
+    y = without_spans(y)
+    y_dev = [["NEW" if k % 3 == 0 and t < 2 else label for t, label in enumerate(labels)]
+             for k, labels in enumerate(y[20:100])]
+    unseen = sum(label == "NEW" for labels in y_dev for label in labels)
+    fit = {} if type(estimator) in (CRF, CRFCV) else {"X_unlabeled": X[100:160]}
+    with pytest.warns(UserWarning, match=rf"y_dev has 1 label\(s\) not in the training data "
+                      rf"\(NEW\) on {unseen} of its \d+ tokens.*scored as errors"):
+        model = clone(estimator).fit(X[:20], y[:20], X_dev=X[20:100], y_dev=y_dev, **fit)
+    assert "NEW" not in model.classes_
+    predicted = model.predict(X[20:100])
+    score = flat_accuracy_score(y_dev, predicted)
+    assert score < flat_accuracy_score(y[20:100], predicted)
+    if type(model) is CRF:
+        assert model.training_log_[-1]["dev_accuracy"] == pytest.approx(score)
+    elif type(model) is CRFCV:  # the model is the fit of the best row
+        assert max(model.cv_results_["mean_test_score"]) == pytest.approx(score)
+    else:
+        assert model.validation_scores_[model.best_iteration_] == pytest.approx(score)
 
 
 def test_unlabeled_data_and_dev_set_are_keyword_only(synthetic):

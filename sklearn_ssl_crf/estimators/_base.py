@@ -276,10 +276,24 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
             return kernel(packed, unary, self._transition_potentials())
 
     def _labelled_dev(self, X_dev, y_dev):
-        """The labelled sequences of a dev set, featurised, and their label lists."""
+        """The labelled sequences of a dev set, featurised, and their label lists.
+
+        A label the training data lacks (common with a few hundred labelled sentences) is
+        kept, with a warning: no model here can predict it, so its tokens score as errors,
+        as in CRFsuite."""
         dev = self._features(X_dev)
         labelled = check_labels(y_dev, dev.lengths, name="y_dev")
-        return dev[labelled], [list(y_dev[i]) for i in labelled]
+        gold = [list(y_dev[i]) for i in labelled]
+        unseen = {label for labels in gold for label in labels} - set(self.classes_)
+        if unseen:
+            tokens = sum(label in unseen for labels in gold for label in labels)
+            shown = sorted(map(str, unseen))
+            warnings.warn(f"y_dev has {len(unseen)} label(s) not in the training data "
+                          f"({', '.join(shown[:5])}{', ...' if len(shown) > 5 else ''}) on "
+                          f"{tokens} of its {sum(map(len, gold))} tokens: no model trained "
+                          "on these labels can predict them, and they are scored as errors",
+                          UserWarning, stacklevel=2)
+        return dev[labelled], gold
 
     def _dev_scorer(self, dev, gold, layout):
         """Callback giving the token accuracy and span F1 of the current weights on a dev

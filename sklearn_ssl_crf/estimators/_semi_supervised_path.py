@@ -57,7 +57,7 @@ from ..training import (
     padded_scores,
     setting_candidates,
 )
-from ..utils import SequenceMatrix, check_labels
+from ..utils import SequenceMatrix
 from ._base import unlabeled_sequences
 from ._crf import CRF
 from ._init_weights import init_priors, init_vector
@@ -438,17 +438,10 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
                         self._scorer, in_fold=True)
 
     def _held_out_dev(self, X_dev, y_dev):
-        sequences = self._features(X_dev)
-        labelled = check_labels(y_dev, sequences.lengths, name="y_dev")
-        if labelled.size == 0:
+        sequences, gold = self._labelled_dev(X_dev, y_dev)
+        if not gold:
             raise ValueError("y_dev has no labelled sequence")
-        gold = [list(y_dev[i]) for i in labelled]
-        unseen = {label for labels in gold for label in labels} - set(self.classes_)
-        if unseen:
-            raise ValueError(f"y_dev has labels not in the training data: "
-                             f"{sorted(map(str, unseen))[:5]}; a model can never predict "
-                             "them")
-        return HeldOut(sequences[labelled], gold, self._scorer)
+        return HeldOut(sequences, gold, self._scorer)
 
     # -- settings ------------------------------------------------------------------------
 
