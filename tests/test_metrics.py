@@ -507,7 +507,7 @@ def test_scorers_pass_fully_labelled_data_unchanged():
 
 
 def test_scorer_without_labelled_sequences_raises():
-    with pytest.raises(ValueError, match="all sequences are unlabelled"):
+    with pytest.raises(ValueError, match="no labelled sequence to score .every entry of y is None"):
         span_f1_scorer(RecordingTagger(), X_TOKENS[:2], [None, None])
 
 

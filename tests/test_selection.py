@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
 from sklearn_ssl_crf import (
     CRF,
@@ -21,7 +21,7 @@ from sklearn_ssl_crf import (
 )
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.estimators._semi_supervised_path import SemiSupervisedPath
-from sklearn_ssl_crf.metrics import flat_accuracy_score, span_f1_score
+from sklearn_ssl_crf.metrics import SCORERS, flat_accuracy_score, span_f1_score
 from sklearn_ssl_crf.training._selection import spread_folds
 
 
@@ -347,6 +347,23 @@ def test_dev_labels_unseen_in_training_are_scored_as_errors_with_a_warning(synth
         assert max(model.cv_results_["mean_test_score"]) == pytest.approx(score)
     else:
         assert model.validation_scores_[model.best_iteration_] == pytest.approx(score)
+
+
+def test_cross_validation_of_labelled_then_unlabelled_sequences_says_to_shuffle(synthetic):
+    # The user guide's form, X_l + X_u with y_l + [None] * n: scikit-learn's unshuffled
+    # KFold trains the first fold on unlabelled sequences only; the error says what to do.
+    X, y = synthetic
+    X_all, y_all = X[:20] + X[100:180], y[:20] + [None] * 80
+    estimator = EntropyRegularizedCRF(c1=0.0, c2=0.1, gamma=0.1, max_iterations=10,
+                                      semi_supervised_iterations=2, early_stopping=False)
+    with pytest.raises(ValueError, match=r"no labelled sequence to train on .*shuffled "
+                       r"folds, for example cv=KFold\(5, shuffle=True"):
+        cross_val_score(estimator, X_all, y_all, cv=KFold(5), error_score="raise")
+    with pytest.raises(ValueError, match="no labelled sequence to score .*shuffled folds"):
+        SCORERS["span_f1"](CRF(max_iterations=5).fit(X[:20], y[:20]), X[100:110], [None] * 10)
+    scores = cross_val_score(estimator, X_all, y_all, scoring=SCORERS["span_f1"],
+                             cv=KFold(5, shuffle=True, random_state=0), error_score="raise")
+    assert np.isfinite(scores).all() and (scores > 0).all()
 
 
 def test_unlabeled_data_and_dev_set_are_keyword_only(synthetic):

@@ -23,6 +23,7 @@ from ..utils import (
     encode_labels,
     is_matrix_input,
     matrices_to_sequence_matrix,
+    no_labelled_sequence_error,
     not_sequences_error,
     select_sequences,
     sequence_lengths,
@@ -177,7 +178,7 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
                                                                       X_unlabeled)
         labelled = self._labelled_sequences(sequences, y)
         if labelled.size == 0:
-            raise ValueError("y has no labelled sequence (every entry is None)")
+            raise no_labelled_sequence_error("y has no labelled sequence to train on")
         self.classes_, codes = encode_labels(y[i] for i in labelled)
         self._check_fit_memory(sequences.lengths[labelled],
                                sum(block.n_tokens for block in blocks))
@@ -438,7 +439,7 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
         lengths = sequence_lengths(X)
         labelled = check_labels(y, lengths, partial=True)
         if labelled.size == 0:
-            raise ValueError("y has no labelled sequence to score")
+            raise no_labelled_sequence_error("y has no labelled sequence to score")
         weights = labelled_weights(sample_weight, len(lengths), labelled,
                                    unlabeled_ones=False)
         predicted = chain.from_iterable(self.predict(select_sequences(X, labelled)))

@@ -25,6 +25,7 @@ from ..utils import (
     check_memory,
     concatenate_inputs,
     encode_labels,
+    no_labelled_sequence_error,
     sequence_lengths,
     sequence_lists,
     unfitted_on_failure,
@@ -225,7 +226,7 @@ class GraphPropagation(KeywordOnlyParameters, LabelledSequenceTagsMixin, BaseEst
             _, sequences, _ = featurise_training_input(X)
         labelled = check_labels(y, sequences.lengths, partial=True)
         if labelled.size == 0:
-            raise ValueError("y has no labelled sequence (every entry is None)")
+            raise no_labelled_sequence_error("y has no labelled sequence to train on")
         self.classes_, codes = encode_labels(y[i] for i in labelled)
         if codes.size == 0:
             raise ValueError("the labelled sequences of y have no tokens")

@@ -6,6 +6,7 @@ scoring rule of the estimators, the command line and the metrics.
 
 import numpy as np
 
+from ..utils import no_labelled_sequence_error
 from ._spans import has_spans, span_f1_score
 from ._token import flat_accuracy_score, flat_f1_score, sequence_accuracy_score
 
@@ -22,7 +23,7 @@ def _labelled_sequences(X, y):
     if len(labelled) == len(y):
         return X, y
     if not labelled:
-        raise ValueError("all sequences are unlabelled (y[i] is None): nothing to score")
+        raise no_labelled_sequence_error("y has no labelled sequence to score")
     if isinstance(X, (list, tuple)):
         X = [X[i] for i in labelled]
     else:

@@ -20,6 +20,7 @@ from ._validation import (
     feature_value_error,
     is_matrix_input,
     matrices_to_sequence_matrix,
+    no_labelled_sequence_error,
     not_sequences_error,
     select_sequences,
     sequence_lengths,
@@ -32,8 +33,8 @@ __all__ = [
     "SequenceTagsMixin", "UnlabeledSequences", "as_sequence_list", "atomic_path",
     "check_feature_values", "check_fit_memory", "check_labels", "check_memory",
     "concatenate_inputs", "encode_labels", "feature_value_error", "fit_random_state",
-    "is_matrix_input",
-    "matrices_to_sequence_matrix", "not_sequences_error", "open_regular_file",
+    "is_matrix_input", "matrices_to_sequence_matrix", "no_labelled_sequence_error",
+    "not_sequences_error", "open_regular_file",
     "release_freed_memory", "select_sequences", "sequence_lengths", "sequence_lists",
     "single_threaded_blas", "stack_sequences", "unchanged_on_failure", "unfitted_on_failure",
     "unlabeled_input"
