@@ -20,7 +20,7 @@ from sklearn_ssl_crf import (
     SimilarityGraph,
 )
 from sklearn_ssl_crf.datasets import make_sequences
-from sklearn_ssl_crf.estimators._semi_supervised_path import SemiSupervisedPath
+from sklearn_ssl_crf.estimators._semi_supervised_path import CV_DELTA, SemiSupervisedPath
 from sklearn_ssl_crf.metrics import SCORERS, flat_accuracy_score, span_f1_score
 from sklearn_ssl_crf.training._selection import spread_folds
 
@@ -364,6 +364,28 @@ def test_cross_validation_of_labelled_then_unlabelled_sequences_says_to_shuffle(
     scores = cross_val_score(estimator, X_all, y_all, scoring=SCORERS["span_f1"],
                              cv=KFold(5, shuffle=True, random_state=0), error_score="raise")
     assert np.isfinite(scores).all() and (scores > 0).all()
+
+
+def test_fold_fits_stop_at_the_ranking_delta_and_the_refit_at_the_estimators(synthetic,
+                                                                             monkeypatch):
+    # On the folds every L-BFGS run only ranks settings: the supervised start (priors
+    # given) and each self-training round stop at CV_DELTA; the refit is the model.
+    X, y = synthetic
+    deltas = []
+    minimize = SelfTrainingCRF._minimize
+
+    def recording(self, objective, theta, callback=None, max_iterations=None, c1=None,
+                  delta=None):
+        deltas.append(delta)
+        return minimize(self, objective, theta, callback, max_iterations, c1, delta)
+
+    monkeypatch.setattr(SelfTrainingCRF, "_minimize", recording)
+    model = SelfTrainingCRF(c1=0.0, c2=0.1, max_rounds=2, cv=3, random_state=0, tol=0.0,
+                            n_iter_no_change=None).fit(X[:30], y[:30], X_unlabeled=X[30:90])
+    refit = 1 + model.n_iter_
+    folds = len(deltas) - refit
+    assert folds >= 3 * 2  # each fold: its start and at least one round
+    assert deltas[:folds] == [CV_DELTA] * folds and deltas[folds:] == [model.delta] * refit
 
 
 def test_unlabeled_data_and_dev_set_are_keyword_only(synthetic):

@@ -260,8 +260,9 @@ vectorizer_
             data = self._chunked([fold.sequences, *parts],
                                  np.concatenate([fold.codes, pseudo]),
                                  weights=weights)
+            # On a cross-validation fold the rounds stop as its other fits do: they rank.
             result = self._minimize(self._supervised_objective(replace(fold, labelled=data)),
-                                    theta, c1=fold.c1)
+                                    theta, c1=fold.c1, delta=self._stop_delta(fold))
             theta, n_iter = result.x, result.n_iter
             log += [dict(entry, round=round_) for entry in result.log]
             scores, stopped = iterates.record(round_, theta)

@@ -239,9 +239,9 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         return Fold(labelled, self._weight_layout(labelled), sequences, codes, weights,
                     problem.unlabeled)
 
-    def _supervised_start(self, fold, theta=None, delta=None):
+    def _supervised_start(self, fold, theta=None):
         """The labelled likelihood's optimum at the fold's priors (L-BFGS, OWL-QN for L1),
-        from ``theta`` (None: zeros); ``delta`` (None: the estimator's) loosens the stop.
+        from ``theta`` (None: zeros), stopped at the fold's ``delta`` (`_stop_delta`).
 
         The state weights of an attribute that no labelled token has get no gradient but
         their own L2 term's, zero at zero: from a start where they are zero they stay zero.
@@ -259,12 +259,16 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         restricted.c1, restricted.c2, restricted.c2_transitions = (
             fold.c1, fold.c2, fold.c2_transitions)
         result = self._minimize(self._supervised_objective(restricted), start[index],
-                                c1=fold.c1,
-                                delta=None if delta is None else max(delta, self.delta))
+                                c1=fold.c1, delta=self._stop_delta(fold))
         theta = np.zeros(start.size)
         theta[index] = result.x
         result.x = theta
         return result
+
+    def _stop_delta(self, fold):
+        """The relative improvement at which the fold's supervised fits stop: the
+        estimator's ``delta``, or the fold's if looser (`_held_out_data`)."""
+        return self.delta if fold.delta is None else max(fold.delta, self.delta)
 
     def _attribute_restriction(self, fold):
         """A `Fold` of the fold's labelled sequences restricted to the attributes they
@@ -336,34 +340,37 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
             delayed(_in_worker)(worker, method, problem, train, held, *args, k=k)
             for k, (train, held) in enumerate(held_sets))
 
-    def _penalty_path(self, fold, penalties, held):
+    def _penalty_path(self, fold, penalties):
         """The fold's supervised fits at each prior candidate in turn, as selection ranks
-        them on ``held``, each fit ``(priors, result)``; the fold is left at the priors
-        last yielded.
+        them, each fit ``(priors, result)``; the fold is left at the priors last yielded.
 
         From strong to weak L2 for each c1 and c2_transitions: each fit starts at the last
-        one; on a cross-validation fold it stops at a looser relative improvement
-        (``CV_DELTA``: a refit follows), on a dev set at the estimator's own (its fits may
-        be the model). The fits are deterministic: the semi-supervised runs of a fold start
-        from the very fit that ranked their priors (`_strength_runs`), so the supervised
-        start has one score."""
-        delta = CV_DELTA if held.in_fold else None
+        one and stops at the fold's ``delta`` (`_held_out_data`). The fits are
+        deterministic: the semi-supervised runs of a fold start from the very fit that
+        ranked their priors (`_strength_runs`), so the supervised start has one score."""
         theta, previous = None, None
         for priors in penalties:
             self._set_priors(fold, priors)
             path = (fold.c1, fold.c2_transitions)
-            result = self._supervised_start(fold, theta if path == previous else None,
-                                            delta=delta)
+            result = self._supervised_start(fold, theta if path == previous else None)
             theta, previous = result.x, path
             yield priors, result
+
+    def _held_out_data(self, fold, held):
+        """The fold of a run scored on ``held``, its fits' stop set: on a
+        cross-validation fold a looser relative improvement (``CV_DELTA``: only the
+        ranking of settings is used, and a refit follows), on a dev set the estimator's
+        own (one of its runs is the model)."""
+        fold.delta = CV_DELTA if held.in_fold else None
+        return fold
 
     def _penalty_scores(self, problem, train, held, penalties, k=0):
         """The held-out scores of the supervised fits at each prior candidate, on the
         held-out set ``held`` (number ``k``) of the labelled sequences ``train``."""
         # Supervised fits need only the labelled part of the estimator's fold.
-        fold = SemiSupervisedPath._fold(self, problem, train)
+        fold = self._held_out_data(SemiSupervisedPath._fold(self, problem, train), held)
         score = held.scorer(self, fold)
-        scores = [score(result.x) for _, result in self._penalty_path(fold, penalties, held)]
+        scores = [score(result.x) for _, result in self._penalty_path(fold, penalties)]
         self._say(f"  priors, held-out set {k + 1}: " + ", ".join(
             f"{describe_settings(priors)}: {s:.4f}" for priors, s in zip(penalties, scores)))
         return scores
@@ -375,12 +382,12 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         ``k``) at every iteration: the runs if ``keep``, else their scores. Where the
         priors were chosen among ``penalties``, the start is the fit that ranked them
         (`_penalty_path`): its score as a candidate and as iteration 0 are one score."""
-        fold = self._fold(problem, train)
+        fold = self._held_out_data(self._fold(problem, train), held)
         if len(penalties) > 1:
             # The fits that lead to it: its c1 and c2_transitions, from strong L2 to its.
             path = [candidate for candidate in penalties if candidate["c1"] == priors["c1"]
                     and candidate.get("c2_transitions") == priors.get("c2_transitions")]
-            *_, (_, start) = self._penalty_path(fold, path[:path.index(priors) + 1], held)
+            *_, (_, start) = self._penalty_path(fold, path[:path.index(priors) + 1])
         else:
             self._set_priors(fold, priors)
             start = self._supervised_start(fold)

@@ -77,6 +77,10 @@ class Fold:
     restricted : tuple or None
         The labelled sequences restricted to their own attributes, made once a fold
         (`SemiSupervisedPath._attribute_restriction`).
+    delta : float or None
+        The relative improvement at which the run's supervised fits stop (None: the
+        estimator's ``delta``): looser on a cross-validation fold, whose fits only rank
+        settings (`SemiSupervisedPath._held_out_data`).
     """
 
     labelled: object
@@ -89,6 +93,7 @@ class Fold:
     c2: float = 1.0
     c2_transitions: float = None
     restricted: tuple = None
+    delta: float = None
 
     def l2_strengths(self):
         """The L2 strength of every weight at the fold's priors."""
