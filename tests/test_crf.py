@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import Pipeline
 
-from sklearn_ssl_crf import CRF, SequenceVectorizer
+from sklearn_ssl_crf import CRF, CRFCV, SequenceVectorizer
 from sklearn_ssl_crf.objective._weights import penalised_negative_log_likelihood
 from sklearn_ssl_crf.optim import minimize_lbfgs, pseudo_gradient
 from sklearn_ssl_crf.parallel import ChunkedSequences
@@ -325,6 +325,19 @@ def test_invalid_parameters(bad):
     X, y = toy_data()
     with pytest.raises(ValueError, match=next(iter(bad))):
         CRF(**bad).fit(X, y)
+
+
+@pytest.mark.parametrize("algorithm, advice", [
+    ("l2sgd", r"NaturalGradientCRF\(update='sgd'\)"), ("ap", "averaged perceptron"),
+    ("pa", "passive-aggressive"), ("arow", "AROW")])
+def test_crfsuite_algorithms_are_refused_with_what_to_use(algorithm, advice):
+    # sklearn-crfsuite's users pass CRFsuite's algorithm names: the refusal says what stands
+    # for each here, for CRF and every estimator built on it.
+    X, y = toy_data()
+    for estimator in (CRF(algorithm=algorithm), CRFCV(algorithm=algorithm)):
+        with pytest.raises(ValueError, match=rf"algorithm='{algorithm}' is not available: "
+                           rf".*{advice}.*{type(estimator).__name__} trains by L-BFGS only"):
+            estimator.fit(X, y)
 
 
 # -- bad input ---------------------------------------------------------------------------

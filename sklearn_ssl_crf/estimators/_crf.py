@@ -5,7 +5,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
 from ..objective import penalised_negative_log_likelihood
 from ..optim import minimize_lbfgs
@@ -16,6 +16,16 @@ from ._base import BaseCRF
 from ._sample_weights import labelled_weights
 
 __all__ = ["CRF"]
+
+
+#: CRFsuite's training algorithms other than L-BFGS, and what stands for each here.
+CRFSUITE_ALGORITHMS = {
+    "l2sgd": "CRFsuite's l2sgd is NaturalGradientCRF(update='sgd'), with the same "
+             "learning-rate calibration",
+    "ap": "the averaged perceptron has no counterpart here",
+    "pa": "passive-aggressive training has no counterpart here",
+    "arow": "AROW has no counterpart here",
+}
 
 
 class CRF(BaseCRF):
@@ -35,7 +45,8 @@ class CRF(BaseCRF):
     Parameters
     ----------
     algorithm : {'lbfgs'}, default='lbfgs'
-        Only L-BFGS; stochastic training is `NaturalGradientCRF`.
+        Only L-BFGS; CRFsuite's others are refused with what to use instead: ``'l2sgd'`` is
+        `NaturalGradientCRF` with ``update='sgd'``.
     c1 : float, default=0.0
         L1 strength; trained with OWL-QN as CRFsuite does, giving exact zeros.
     c2 : float, default=1.0
@@ -239,6 +250,15 @@ class CRF(BaseCRF):
         self.n_jobs = n_jobs
         self.checkpoint = checkpoint
         self.checkpoint_every = checkpoint_every
+
+    def _validate_params(self):
+        # sklearn-crfsuite's users pass CRFsuite's other algorithms: say what to use.
+        if isinstance(self.algorithm, str) and self.algorithm in CRFSUITE_ALGORITHMS:
+            raise InvalidParameterError(
+                f"algorithm={self.algorithm!r} is not available: "
+                f"{CRFSUITE_ALGORITHMS[self.algorithm]}; {type(self).__name__} trains by "
+                "L-BFGS only (algorithm='lbfgs')")
+        super()._validate_params()
 
     @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
