@@ -5,6 +5,7 @@ wiring."""
 
 import itertools
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -80,6 +81,36 @@ def test_auto_detects_the_scheme_only_when_the_training_labels_follow_it():
     mixed = ["B-X", "I-X", "E-X", "L-X"]  # IOBES and BILOU prefixes together: no scheme
     assert resolve_constraints("auto", mixed, np.zeros(0, int), np.zeros(0, int)) is None
     assert resolve_constraints(None, classes, *codes_of(iob1, classes)) is None
+
+
+def test_auto_warns_when_a_few_sequences_break_the_scheme_the_labels_carry():
+    # One I-NP at a sentence start among 30 BIO sentences: a labelling error, not IOB1.
+    classes = ["B-NP", "I-NP", "O"]
+    sentences = [["B-NP", "I-NP", "O"]] * 29
+    sentences.insert(17, ["I-NP", "O", "O"])
+    with pytest.warns(UserWarning, match=r"labels are BIO tags, but 1 of the 30 labelled "
+                      r"sequences break the scheme \(the first: labelled sequence 17, "
+                      r"position 0\), so no constraints are applied"):
+        assert resolve_constraints("auto", classes, *codes_of(sentences, classes)) is None
+    # Four of 30 (more than a tenth) is another scheme, as IOB1: nothing to say.
+    iob1 = [["I-NP", "O", "O"]] * 4 + [["B-NP", "I-NP", "O"]] * 26
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_constraints("auto", classes, *codes_of(iob1, classes)) is None
+
+
+@pytest.mark.parametrize("classes", [["b-NP", "i-NP", "o"], ["B_NP", "I_NP", "O"],
+                                     ["b_NP", "i_NP", "O"]])
+def test_auto_reads_other_spellings_of_the_schemes(classes):
+    begin, inside, outside = classes
+    sentences = [[begin, inside, outside], [outside, begin]]
+    constraints = resolve_constraints("auto", classes, *codes_of(sentences, classes))
+    assert constraints.scheme == "bio"
+    # Inside may follow begin and itself only; it never starts a sequence.
+    assert constraints.transitions[:, 1].tolist() == [True, True, False]
+    assert constraints.starts.tolist() == [True, False, True]
+    X = [[{"w": "a"}, {"w": "b"}, {"w": "c"}], [{"w": "c"}, {"w": "a"}]]
+    assert CRF(c2=0.1).fit(X, sentences).constraints_.scheme == "bio"
 
 
 def test_given_constraints_and_their_errors():

@@ -93,10 +93,13 @@ class CRF(BaseCRF):
         tags of one scheme (BIO/IOB2 ``B-X``/``I-X``/``O``, IOBES, BILOU) and every training
         sequence follows it, that scheme's rules: `predict`, `predict_marginals` and the
         entropies cover only valid sequences (no ``I-X`` after ``O`` or ``B-Y``); other
-        labels (part-of-speech tags, IOB1 data) get none. A scheme's name: its rules, which
-        the training sequences must follow. A dict with any of the keys ``'transitions'``
-        (the allowed ``(previous, next)`` label pairs), ``'starts'`` and ``'ends'`` (the
-        allowed first and last labels), a missing key allowing all. None: no constraint.
+        labels (part-of-speech tags, IOB1 data) get none, with a warning when at most a
+        tenth of the training sequences break the scheme (likely labelling errors). The
+        prefixes may be lower-case and followed by ``_`` (``b_X``). A scheme's name: its
+        rules, which the training sequences must follow. A dict with any of the keys
+        ``'transitions'`` (the allowed ``(previous, next)`` label pairs), ``'starts'`` and
+        ``'ends'`` (the allowed first and last labels), a missing key allowing all. None: no
+        constraint.
         Training is unconstrained (gold sequences are valid); the fitted rules are
         ``constraints_``.
     class_weight : dict, 'balanced' or None, default=None

@@ -8,6 +8,7 @@ a known label -inf potentials for every other label at its position. The kernels
 unchanged (at order 2 over the pairs allowed, `inference.restricted`, when few are).
 """
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -20,6 +21,10 @@ __all__ = ["LabelConstraints", "constrained", "resolve_constraints", "known_labe
 _SCHEMES = {"bio": "BI", "iobes": "BIES", "bilou": "BILU"}
 _SCHEME_ALIASES = {"iob2": "bio"}
 _CLOSING = {"E": "E", "S": "S", "L": "E", "U": "S"}
+
+#: 'auto' warns that it applies no constraints when at most this share of the labelled
+#: sequences break the scheme the labels carry (one sentence in 30 was reported).
+_ERROR_SHARE = 0.1
 
 
 @dataclass(eq=False)
@@ -65,6 +70,11 @@ class LabelConstraints:
     def first_violation(self, codes, lengths):
         """``(sequence, position)`` of the first label the constraints forbid in label
         codes laid end to end, or None."""
+        return next(self.violations(codes, lengths), None)
+
+    def violations(self, codes, lengths):
+        """Yield ``(sequence, position)`` of the first forbidden label of each sequence
+        that has one, in label codes laid end to end."""
         offsets = np.concatenate([[0], np.cumsum(lengths)])
         for i, (start, stop) in enumerate(zip(offsets[:-1], offsets[1:])):
             if stop == start:
@@ -74,12 +84,11 @@ class LabelConstraints:
             pairs = (labels[:-1] >= 0) & (labels[1:] >= 0)
             bad = np.flatnonzero(pairs & ~self.transitions[labels[:-1], labels[1:]])
             if labels[0] >= 0 and not self.starts[labels[0]]:
-                return i, 0
-            if bad.size:
-                return i, int(bad[0]) + 1
-            if labels[-1] >= 0 and not self.ends[labels[-1]]:
-                return i, int(stop - start - 1)
-        return None
+                yield i, 0
+            elif bad.size:
+                yield i, int(bad[0]) + 1
+            elif labels[-1] >= 0 and not self.ends[labels[-1]]:
+                yield i, int(stop - start - 1)
 
 
 def constrained(constraints, layout, unary, transition):
@@ -121,7 +130,11 @@ def resolve_constraints(spec, classes, codes, lengths):
             if scheme is None:
                 return None
             constraints = _scheme_constraints(scheme, classes)
-            return constraints if constraints.first_violation(codes, lengths) is None else None
+            broken = list(constraints.violations(codes, lengths))
+            if not broken:
+                return constraints
+            _warn_if_almost(scheme, broken, int(np.count_nonzero(lengths)))
+            return None
         if name in _SCHEMES:
             constraints = _scheme_constraints(name, classes)
             violation = constraints.first_violation(codes, lengths)
@@ -135,17 +148,31 @@ def resolve_constraints(spec, classes, codes, lengths):
                      f"{spec!r}")
 
 
+def _warn_if_almost(scheme, broken, n_sequences):
+    """Warn that 'auto' applies no constraints when only a few of the ``n_sequences``
+    labelled sequences break the ``scheme`` their labels carry (``broken``: the first
+    forbidden label of each): most likely labelling errors. Where many break it, the
+    data follow another scheme (IOB1 puts ``I-X`` after ``O``), and nothing is said."""
+    if len(broken) > _ERROR_SHARE * n_sequences:
+        return
+    i, t = broken[0]
+    warnings.warn(
+        f"constraints='auto': the labels are {scheme.upper()} tags, but {len(broken)} of the "
+        f"{n_sequences} labelled sequences break the scheme (the first: labelled sequence "
+        f"{i}, position {t}), so no constraints are applied. Correct those labels to have "
+        f"them, or pass constraints=None to silence this warning.", UserWarning,
+        stacklevel=4)
+
+
 def _split(label):
-    """``(prefix, type)`` of a span label such as ``"B-NP"``; ``("O", "")`` for ``"O"``;
-    None for any other label."""
-    if label == "O":
+    """``(prefix, type)`` of a span label such as ``"B-NP"`` (also written ``"b-NP"`` or
+    ``"B_NP"``), the prefix in capitals; ``("O", "")`` for ``"O"`` or ``"o"``; None for any
+    other label."""
+    if label in ("O", "o"):
         return "O", ""
-    if not isinstance(label, str):
+    if not isinstance(label, str) or len(label) < 3 or label[1] not in "-_":
         return None
-    prefix, hyphen, kind = label.partition("-")
-    if not hyphen or len(prefix) != 1 or not kind:
-        return None
-    return prefix, kind
+    return label[0].upper(), label[2:]
 
 
 def _detect_scheme(classes):
