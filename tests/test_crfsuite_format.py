@@ -405,3 +405,10 @@ def test_saving_a_model_with_label_constraints_warns(tmp_path):
     np.testing.assert_array_equal(loaded.state_weights_, model.state_weights_)
     unconstrained = CRF(c2=0.1, max_iterations=20, constraints=None).fit(X, y)
     assert loaded.predict(X) == unconstrained.predict(X)
+    # Given the rules again, the loaded model tags as the original: "york" alone is I-LOC
+    # unconstrained, a start that BIO forbids.
+    probe = [[{"w": "york"}], *X]
+    assert loaded.predict(probe)[0] == ["I-LOC"] and model.predict(probe)[0] == ["O"]
+    assert loaded.set_constraints("bio").predict(probe) == model.predict(probe)
+    assert loaded.constraints == "bio" and loaded.constraints_.scheme == "bio"
+    assert load(path).set_constraints("auto").predict(probe) == model.predict(probe)

@@ -212,6 +212,41 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
                                                 lengths)
         self.class_weight_ = resolve_class_weight(self.class_weight, self.classes_, codes)
 
+    def set_constraints(self, constraints):
+        """Give a fitted model other label constraints, without refitting.
+
+        Training does not depend on them (gold sequences are valid), so the weights stay
+        as they are; `predict`, the marginals and the entropies keep to the new rules. For
+        a model read from a CRFsuite file, which has none, or one fitted with
+        ``constraints=None``. ``set_params(constraints=...)`` changes only the next fit.
+
+        Parameters
+        ----------
+        constraints : 'auto', None, {'bio', 'iob2', 'iobes', 'bilou'} or dict
+            As the ``constraints`` parameter, resolved against ``classes_``: with no
+            training sequences at hand, 'auto' takes the scheme the labels carry and a
+            scheme's name is not checked against any sequence.
+
+        Returns
+        -------
+        self : estimator
+            The model, its ``constraints`` and ``constraints_`` set.
+
+        Examples
+        --------
+        >>> from sklearn_ssl_crf import CRF
+        >>> X = [[{"w": "new"}, {"w": "york"}], [{"w": "in"}, {"w": "paris"}]]
+        >>> y = [["B-LOC", "I-LOC"], ["O", "B-LOC"]]
+        >>> crf = CRF(constraints=None).fit(X, y)
+        >>> crf.set_constraints("bio").constraints_
+        LabelConstraints(scheme='bio', 8 of 9 transitions, 2 starts, 3 ends)
+        """
+        check_is_fitted(self, "classes_")
+        none = np.zeros(0, dtype=np.int64)
+        self.constraints_ = resolve_constraints(constraints, self.classes_, none, none)
+        self.constraints = constraints
+        return self
+
     def _label_costs(self):
         """The cost of mislabelling a token of each label in the likelihood (the logarithm
         of its class weight), or None."""

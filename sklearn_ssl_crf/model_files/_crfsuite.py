@@ -306,7 +306,8 @@ def check_crfsuite_model(model):
     if getattr(model, "constraints_", None) is not None:
         warnings.warn(f"CRFsuite has no label constraints: the file keeps the weights, but "
                       f"tagging with it ignores this model's {model.constraints_!r} (read back "
-                      "by sklearn_ssl_crf.load, it has none either)", UserWarning, stacklevel=3)
+                      "by sklearn_ssl_crf.load, it has none either, until given them by "
+                      "set_constraints)", UserWarning, stacklevel=3)
 
 
 def _crfsuite_parts(model):
