@@ -366,35 +366,25 @@ def test_cross_validation_of_labelled_then_unlabelled_sequences_says_to_shuffle(
     assert np.isfinite(scores).all() and (scores > 0).all()
 
 
-@pytest.mark.parametrize("estimator", [
-    SelfTrainingCRF(c1=0.0, c2=0.1, max_rounds=2, cv=3, random_state=0, tol=0.0,
-                    n_iter_no_change=None),
-    GraphPRCRF(graph="knn", n_neighbors=5, c1=0.0, c2=0.1, em_iterations=2,
-               mstep_iterations=10, cv=3, random_state=0, tol=0.0, n_iter_no_change=None),
-], ids=["self-training", "graph-pr"])
-def test_fold_fits_stop_at_the_ranking_delta_and_the_refit_at_the_estimators(
-        synthetic, estimator, monkeypatch):
+def test_fold_fits_stop_at_the_ranking_delta_and_the_refit_at_the_estimators(synthetic,
+                                                                             monkeypatch):
     # On the folds every L-BFGS run only ranks settings: the supervised start (priors
-    # given), each self-training round and each graph-PR M-step stop at CV_DELTA; the
-    # refit, which is the model, at the estimator's delta.
+    # given) and each self-training round stop at CV_DELTA; the refit is the model.
     X, y = synthetic
     deltas = []
-    kind = type(estimator)
-    minimize = kind._minimize
+    minimize = SelfTrainingCRF._minimize
 
     def recording(self, objective, theta, callback=None, max_iterations=None, c1=None,
                   delta=None):
         deltas.append(delta)
         return minimize(self, objective, theta, callback, max_iterations, c1, delta)
 
-    monkeypatch.setattr(kind, "_minimize", recording)
-    if kind is GraphPRCRF:
-        model = clone(estimator).fit(X[:90], y[:30] + [None] * 60)
-    else:
-        model = clone(estimator).fit(X[:30], y[:30], X_unlabeled=X[30:90])
-    refit = 1 + model.n_iter_  # the start, then a round or M-step per iteration
+    monkeypatch.setattr(SelfTrainingCRF, "_minimize", recording)
+    model = SelfTrainingCRF(c1=0.0, c2=0.1, max_rounds=2, cv=3, random_state=0, tol=0.0,
+                            n_iter_no_change=None).fit(X[:30], y[:30], X_unlabeled=X[30:90])
+    refit = 1 + model.n_iter_
     folds = len(deltas) - refit
-    assert folds >= 3 * 2  # each fold: its start and at least one round or M-step
+    assert folds >= 3 * 2  # each fold: its start and at least one round
     assert deltas[:folds] == [CV_DELTA] * folds and deltas[folds:] == [model.delta] * refit
 
 

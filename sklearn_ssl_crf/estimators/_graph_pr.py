@@ -392,9 +392,7 @@ vectorizer_
                               self.em_tol, fold.c1, self.verbose)
 
         def minimize(objective, start, max_iterations):
-            # On a cross-validation fold the M-steps stop as its other fits do: they rank.
-            return self._minimize(objective, start, max_iterations=max_iterations, c1=fold.c1,
-                                  delta=self._stop_delta(fold))
+            return self._minimize(objective, start, max_iterations=max_iterations, c1=fold.c1)
 
         em = ExpectationMaximisation(terms, settings, minimize)
         return em.run(theta, max_iterations, iterates)
