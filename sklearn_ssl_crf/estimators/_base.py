@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ..features import SequenceVectorizer
-from ..metrics import span_f1_score
+from ..metrics import no_labelled_sequence_error, span_f1_score
 from ..potentials import PackedSequences, transition_potentials
 from ..training import RunCheckpoints
 from ..utils import (
@@ -23,7 +23,6 @@ from ..utils import (
     encode_labels,
     is_matrix_input,
     matrices_to_sequence_matrix,
-    no_labelled_sequence_error,
     not_sequences_error,
     select_sequences,
     sequence_lengths,

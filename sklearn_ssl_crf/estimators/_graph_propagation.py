@@ -16,6 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..graph import SimilarityGraph, resolve_graph
+from ..metrics import no_labelled_sequence_error
 from ..utils import (
     KeywordOnlyParameters,
     LabelledSequenceTagsMixin,
@@ -25,7 +26,6 @@ from ..utils import (
     check_memory,
     concatenate_inputs,
     encode_labels,
-    no_labelled_sequence_error,
     sequence_lengths,
     sequence_lists,
     unfitted_on_failure,

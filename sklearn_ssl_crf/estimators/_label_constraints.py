@@ -133,7 +133,7 @@ def resolve_constraints(spec, classes, codes, lengths):
             broken = list(constraints.violations(codes, lengths))
             if not broken:
                 return constraints
-            _warn_if_almost(scheme, broken, int(np.count_nonzero(lengths)))
+            _warn_of_few_breaks(scheme, broken, int(np.count_nonzero(lengths)))
             return None
         if name in _SCHEMES:
             constraints = _scheme_constraints(name, classes)
@@ -148,7 +148,7 @@ def resolve_constraints(spec, classes, codes, lengths):
                      f"{spec!r}")
 
 
-def _warn_if_almost(scheme, broken, n_sequences):
+def _warn_of_few_breaks(scheme, broken, n_sequences):
     """Warn that 'auto' applies no constraints when only a few of the ``n_sequences``
     labelled sequences break the ``scheme`` their labels carry (``broken``: the first
     forbidden label of each): most likely labelling errors. Where many break it, the

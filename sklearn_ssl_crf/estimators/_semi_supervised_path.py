@@ -267,7 +267,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
 
     def _stop_delta(self, fold):
         """The relative improvement at which the fold's supervised fits stop: the
-        estimator's ``delta``, or the fold's if looser (`_held_out_data`)."""
+        estimator's ``delta``, or the fold's if looser (`_with_stop`)."""
         return self.delta if fold.delta is None else max(fold.delta, self.delta)
 
     def _attribute_restriction(self, fold):
@@ -345,7 +345,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         them, each fit ``(priors, result)``; the fold is left at the priors last yielded.
 
         From strong to weak L2 for each c1 and c2_transitions: each fit starts at the last
-        one and stops at the fold's ``delta`` (`_held_out_data`). The fits are
+        one and stops at the fold's ``delta`` (`_with_stop`). The fits are
         deterministic: the semi-supervised runs of a fold start from the very fit that
         ranked their priors (`_strength_runs`), so the supervised start has one score."""
         theta, previous = None, None
@@ -356,8 +356,8 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
             theta, previous = result.x, path
             yield priors, result
 
-    def _held_out_data(self, fold, held):
-        """The fold of a run scored on ``held``, its fits' stop set: on a
+    def _with_stop(self, fold, held):
+        """``fold``, its fits' stop set for runs scored on ``held``: on a
         cross-validation fold a looser relative improvement (``CV_DELTA``: only the
         ranking of settings is used, and a refit follows), on a dev set the estimator's
         own (one of its runs is the model)."""
@@ -368,7 +368,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         """The held-out scores of the supervised fits at each prior candidate, on the
         held-out set ``held`` (number ``k``) of the labelled sequences ``train``."""
         # Supervised fits need only the labelled part of the estimator's fold.
-        fold = self._held_out_data(SemiSupervisedPath._fold(self, problem, train), held)
+        fold = self._with_stop(SemiSupervisedPath._fold(self, problem, train), held)
         score = held.scorer(self, fold)
         scores = [score(result.x) for _, result in self._penalty_path(fold, penalties)]
         self._say(f"  priors, held-out set {k + 1}: " + ", ".join(
@@ -382,7 +382,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         ``k``) at every iteration: the runs if ``keep``, else their scores. Where the
         priors were chosen among ``penalties``, the start is the fit that ranked them
         (`_penalty_path`): its score as a candidate and as iteration 0 are one score."""
-        fold = self._held_out_data(self._fold(problem, train), held)
+        fold = self._with_stop(self._fold(problem, train), held)
         if len(penalties) > 1:
             # The fits that lead to it: its c1 and c2_transitions, from strong L2 to its.
             path = [candidate for candidate in penalties if candidate["c1"] == priors["c1"]

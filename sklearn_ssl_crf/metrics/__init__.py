@@ -25,6 +25,7 @@ from ._scorers import (
     span_f1_scorer,
 )
 from ._scorers import SequenceScorer as SequenceScorer
+from ._scorers import no_labelled_sequence_error as no_labelled_sequence_error
 from ._spans import (
     has_spans,
     span_classification_report,

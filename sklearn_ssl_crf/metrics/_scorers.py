@@ -6,9 +6,21 @@ scoring rule of the estimators, the command line and the metrics.
 
 import numpy as np
 
-from ..utils import no_labelled_sequence_error
 from ._spans import has_spans, span_f1_score
 from ._token import flat_accuracy_score, flat_f1_score, sequence_accuracy_score
+
+
+def no_labelled_sequence_error(what):
+    """The ValueError for labels of which every sequence is None: ``what`` is what cannot
+    be done ("y has no labelled sequence to score"). Most often a cross-validation fold of
+    ``X_l + X_u`` with ``y_l + [None] * n``: unshuffled folds (scikit-learn's default
+    `~sklearn.model_selection.KFold`) put the labelled sequences, which come first, in the
+    first folds only, and every other fold's training part or test part has none."""
+    return ValueError(
+        f"{what} (every entry of y is None). With the unlabelled sequences inside X after "
+        "the labelled ones, cross-validation needs shuffled folds, for example "
+        "cv=KFold(5, shuffle=True, random_state=0), so that every fold has labelled "
+        "sequences to train on and to score")
 
 
 def _labelled_sequences(X, y):

@@ -80,7 +80,7 @@ class Fold:
     delta : float or None
         The relative improvement at which the run's supervised fits stop (None: the
         estimator's ``delta``): looser on a cross-validation fold, whose fits only rank
-        settings (`SemiSupervisedPath._held_out_data`).
+        settings (`SemiSupervisedPath._with_stop`).
     """
 
     labelled: object

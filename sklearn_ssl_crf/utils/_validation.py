@@ -16,7 +16,6 @@ __all__ = [
     "concatenate_inputs",
     "unlabeled_input",
     "not_sequences_error",
-    "no_labelled_sequence_error",
     "stack_sequences",
     "sequence_lengths",
     "select_sequences",
@@ -52,19 +51,6 @@ def not_sequences_error(X, name, expected):
 
 #: One-shot iterators already read by a fit: given again, they would be silently empty.
 _READ_ITERATORS = weakref.WeakSet()
-
-
-def no_labelled_sequence_error(what):
-    """The ValueError for labels of which every sequence is None: ``what`` is what cannot
-    be done ("y has no labelled sequence to score"). Most often a cross-validation fold of
-    ``X_l + X_u`` with ``y_l + [None] * n``: unshuffled folds (scikit-learn's default
-    `~sklearn.model_selection.KFold`) put the labelled sequences, which come first, in the
-    first folds only, and every other fold's training part or test part has none."""
-    return ValueError(
-        f"{what} (every entry of y is None). With the unlabelled sequences inside X after "
-        "the labelled ones, cross-validation needs shuffled folds, for example "
-        "cv=KFold(5, shuffle=True, random_state=0), so that every fold has labelled "
-        "sequences to train on and to score")
 
 
 def unlabeled_input(X_unlabeled, X):
