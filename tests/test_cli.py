@@ -214,6 +214,15 @@ def test_a_dev_file_with_a_label_the_training_file_lacks_is_scored(corpus, tmp_p
     assert "c2=0.01" in capsys.readouterr().out
 
 
+def test_a_model_trained_with_progress_loads_quiet(corpus, tmp_path, capsys):
+    _, paths = corpus
+    path = tmp_path / "crf.model"
+    assert main(["train", str(paths["train"]), "--c2", "0.1", "--token-columns", "0",
+                 "--max-iterations", "5", "--model", str(path)]) == 0
+    assert "training CRF" in capsys.readouterr().err  # progress was shown
+    assert load(path).named_steps["model"].verbose is False
+
+
 def test_c2_transitions_is_kept_or_chosen(corpus, tmp_path, capsys):
     _, paths = corpus
     common = ["train", str(paths["train"]), "--order", "2", "--c1", "0", "--c2", "0.1",

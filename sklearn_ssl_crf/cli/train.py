@@ -206,6 +206,8 @@ def run(args):
     chosen = getattr(estimator, "best_params_", None) or {
         name: value for name, value in estimator.get_params().items() if name in settings}
 
+    # Progress is how this command reports, not part of the model: a loaded model is quiet.
+    estimator.set_params(verbose=False)
     model = Pipeline([("features", window), ("model", estimator)])
     info = {
         "method": args.method,
