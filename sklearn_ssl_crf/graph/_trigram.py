@@ -137,7 +137,8 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
     max_block_entries = _check_positive_int(max_block_entries, "max_block_entries")
     if not isinstance(word_key, str):
         raise TypeError(f"word_key must be a str, got {type(word_key).__name__}")
-    if not (isinstance(suffixes, str) and suffixes == "auto"):
+    auto_suffixes = isinstance(suffixes, str) and suffixes == "auto"
+    if not auto_suffixes:
         suffixes = _check_suffixes(suffixes)
     if algorithm not in ("exact", "hnsw"):
         raise ValueError(f"algorithm must be 'exact' or 'hnsw', got {algorithm!r} (no "
@@ -146,7 +147,7 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
         X, word_key)
     if not names:  # all punctuation: no vertices
         return SimilarityGraph(sp.csr_matrix((0, 0)), token_vertices, names)
-    if isinstance(suffixes, str):
+    if auto_suffixes:
         suffixes = _frequent_endings(words[:-2])
     features = _pmi_features(window, vertex_of_occurrence, len(names), words, suffixes)
     if search_algorithm(algorithm, len(names)) == "hnsw":
