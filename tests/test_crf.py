@@ -207,6 +207,36 @@ def test_l1_optimum_matches_sklearn_crfsuite():
         assert ours.state_features_[key] == pytest.approx(weight, abs=1e-4)
 
 
+@pytest.mark.realdata
+def test_conll2000_tutorial_features_give_sklearn_crfsuites_model(shared_data,
+                                                                   tutorial_features):
+    """The tutorial's features hold False values: python-crfsuite reads them as the
+    attribute with value 0, and CRFsuite pairs it with the token's label like any other.
+    With CRFsuite's feature set (the pairs seen), the same state features, weights and tags
+    on 200 sentences."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    from sklearn_ssl_crf.datasets import load_conll2000
+
+    splits = load_conll2000(shared_data / "conll2000")
+    (train, y_train), (test, _) = splits["train"], splits["test"]
+    X = [tutorial_features(sentence) for sentence in train[:200]]
+    X_test = [tutorial_features(sentence) for sentence in test[:300]]
+    ref = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0, c2=0.1, max_iterations=3000,
+                               epsilon=1e-9, delta=1e-12).fit(X, y_train[:200])
+    ours = CRF(c2=0.1, all_possible_states=False, all_possible_transitions=False,
+               epsilon=1e-9, delta=1e-12, max_iterations=3000).fit(X, y_train[:200])
+    # Pairs made only by False values: weights that the tokens where it is True train.
+    paired_by_false = {(a, label) for sentence, tags in zip(X, y_train[:200])
+                       for token, label in zip(sentence, tags)
+                       for a, value in token.items() if value is False}
+    expected, state_features = ref.state_features_, ours.state_features_
+    assert len(paired_by_false & set(expected)) > 100
+    assert set(state_features) == set(expected)
+    for key, weight in expected.items():
+        assert state_features[key] == pytest.approx(weight, abs=1e-5)
+    assert ours.predict(X_test) == [list(ref.predict_single(x)) for x in X_test]
+
+
 def test_marginals_are_distributions_consistent_with_predict():
     X, y = random_tagging_data(30)
     crf = CRF(c2=0.1).fit(X, y)

@@ -1,9 +1,7 @@
 """CRFsuite model files: read as CRFsuite's own tagger reads them, written so that it reads
 ours. The oracles are sklearn-crfsuite and python-crfsuite themselves, where installed."""
 
-import importlib.util
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,27 +163,17 @@ def test_hashlittle_published_values():
 # -- CoNLL-2000 ---------------------------------------------------------------------------
 
 
-def tutorial_features():
-    """benchmarks/conll_features.py: sklearn-crfsuite's tutorial features."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "conll_features.py"
-    spec = importlib.util.spec_from_file_location("conll_features", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.sentence_features
-
-
 @pytest.mark.realdata
-def test_conll2000_model_of_sklearn_crfsuite(shared_data, tmp_path):
+def test_conll2000_model_of_sklearn_crfsuite(shared_data, tutorial_features, tmp_path):
     """300 training sentences, 50 iterations with L1 and L2 (about a second); every test
     sentence gets the same tags as sklearn-crfsuite's, and python-crfsuite's marginals."""
     from sklearn_ssl_crf.datasets import load_conll2000
 
     pytest.importorskip("sklearn_crfsuite", reason=SKIP_REASON)
-    features = tutorial_features()
     splits = load_conll2000(shared_data / "conll2000")
     (train, y_train), (test, y_test) = splits["train"], splits["test"]
-    X_train = [features(sentence) for sentence in train[:300]]
-    X_test = [features(sentence) for sentence in test]
+    X_train = [tutorial_features(sentence) for sentence in train[:300]]
+    X_test = [tutorial_features(sentence) for sentence in test]
     path = tmp_path / "conll2000.crfsuite"
     reference = crfsuite_model_file(X_train, y_train[:300], path, c1=0.05, c2=0.01,
                                     max_iterations=50)

@@ -1,10 +1,8 @@
 """Tests of `sklearn_ssl_crf.features`: SequenceVectorizer, WindowFeatures and WindowRows."""
 
 import copy
-import importlib.util
 import pickle
 from collections import OrderedDict
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,11 +36,13 @@ RICH_ATTRIBUTES = {
     "w:a": 1.0,
     "b:été": 1.0,
     "t": 1.0,
+    "f": 0.0,
     "x": 0.5,
     "n": 3.0,
     "d:e:f": 1.0,
     "d:g:h": 2.0,
     "d:i": 1.0,
+    "d:j": 0.0,
     "d:l:p": 1.0,
     "d:l:q": 1.0,
     "l:u": 1.0,
@@ -95,15 +95,6 @@ def random_corpus(rng, n_sequences=30, max_length=8):
     return corpus
 
 
-def load_benchmark_module():
-    """benchmarks/conll_features.py, for the tutorial features."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "conll_features.py"
-    spec = importlib.util.spec_from_file_location("conll_features", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def assert_same_sequences(A, B):
     assert isinstance(A, SequenceMatrix) and isinstance(B, SequenceMatrix)
     np.testing.assert_array_equal(A.offsets, B.offsets)
@@ -130,9 +121,8 @@ def test_attributes_match_python_crfsuite():
                  [{"w": "b", "bias": 1.0}]]
     ours = row_dicts(SequenceVectorizer().fit_transform(sequences))
     for sequence, our_sequence in zip(sequences, ours):
-        theirs = pycrfsuite.ItemSequence(sequence).items()
-        # CRFsuite stores False as weight 0, which we leave out.
-        assert [nonzero(item) for item in theirs] == our_sequence
+        # False is the attribute with weight 0 in both.
+        assert pycrfsuite.ItemSequence(sequence).items() == our_sequence
 
 
 def test_repeated_attribute_weights_add():
@@ -153,14 +143,14 @@ def test_numpy_scalars_and_mapping_tokens():
            "s": np.str_("v")},
           OrderedDict(a="b", n=4)]]
     assert row_dicts(SequenceVectorizer().fit_transform(X)) == [
-        [{"f": 0.25, "i": -2.0, "t": 1.0, "s:v": 1.0}, {"a:b": 1.0, "n": 4.0}]
+        [{"f": 0.25, "i": -2.0, "t": 1.0, "u": 0.0, "s:v": 1.0}, {"a:b": 1.0, "n": 4.0}]
     ]
 
 
 def test_zero_weights_are_stored_as_explicit_zeros():
-    Xs = SequenceVectorizer().fit_transform([[{"z": 0.0, "i": 0}]])
-    assert list(Xs.feature_names) == ["z", "i"]
-    assert Xs.matrix.nnz == 2 and not Xs.matrix.data.any()
+    Xs = SequenceVectorizer().fit_transform([[{"z": 0.0, "i": 0, "f": False}]])
+    assert list(Xs.feature_names) == ["z", "i", "f"]
+    assert Xs.matrix.nnz == 3 and not Xs.matrix.data.any()
 
 
 def test_matches_dict_vectorizer_on_flat_dicts():
@@ -171,18 +161,15 @@ def test_matches_dict_vectorizer_on_flat_dicts():
     D = dv.fit_transform(flat).toarray()
     dv_names = list(dv.get_feature_names_out())
     ours = Xs.matrix.toarray()
-    assert set(Xs.feature_names) <= set(dv_names)
+    # Both keep attributes that are only ever False (all zeros).
+    assert set(Xs.feature_names) == set(dv_names)
     for j, name in enumerate(Xs.feature_names):
         np.testing.assert_array_equal(ours[:, j], D[:, dv_names.index(name)], err_msg=name)
-    # DictVectorizer also keeps attributes that are only ever False (all zeros).
-    missing = [dv_names.index(n) for n in dv_names if n not in set(Xs.feature_names)]
-    assert not D[:, missing].any()
 
 
-def test_matches_dict_vectorizer_on_conll2000(shared_data):
-    bench = load_benchmark_module()
+def test_matches_dict_vectorizer_on_conll2000(shared_data, tutorial_features):
     train = load_conll2000(shared_data / "conll2000")["train"][0][:600]
-    X = [bench.sentence_features(sentence) for sentence in train]
+    X = [tutorial_features(sentence) for sentence in train]
     flat = [token for sequence in X for token in sequence]
     Xs = SequenceVectorizer().fit_transform(X)
     dv = DictVectorizer(separator=":")
@@ -215,11 +202,12 @@ def test_set_elements_in_sorted_order():
     assert vec.feature_names_ == [f"s:{e}" for e in names] + names
 
 
-def test_false_only_attribute_gets_no_column():
+def test_false_only_attribute_gets_a_column():
+    # As python-crfsuite: an attribute seen only as False is an attribute of the data.
     vec = SequenceVectorizer().fit([[{"f": False, "g": True}]])
-    assert vec.feature_names_ == ["g"]
+    assert vec.feature_names_ == ["f", "g"]
     Xs = vec.transform([[{"f": True, "g": True}]])
-    assert row_dicts(Xs) == [[{"g": 1.0}]]
+    assert row_dicts(Xs) == [[{"f": 1.0, "g": 1.0}]]
 
 
 @pytest.mark.parametrize("min_freq, kept", [
@@ -241,6 +229,17 @@ def test_min_freq_boundary(min_freq, kept):
                 for sequence in row_dicts(SequenceVectorizer().fit_transform(X))]
     assert row_dicts(Xs) == expected
     # transform reuses lookups made during fit: dropped attributes must stay dropped.
+    assert_same_sequences(vec.transform(X), Xs)
+
+
+def test_false_values_after_min_freq():
+    # A False value stores its attribute as 0; min_freq counts it, and transform keeps the
+    # columns fit left (the lookups of False values are remapped like the others).
+    X = [[{"a": False, "b": True}, {"c": False, "a": False}], [{"d": False, "c": True}]]
+    vec = SequenceVectorizer(min_freq=1)
+    Xs = vec.fit_transform(X)
+    assert vec.feature_names_ == ["a", "c"]
+    assert row_dicts(Xs) == [[{"a": 0.0}, {"a": 0.0, "c": 0.0}], [{"c": 1.0}]]
     assert_same_sequences(vec.transform(X), Xs)
 
 
@@ -508,7 +507,8 @@ def test_window_features_feed_the_vectorizer():
     Xs = pipe.fit_transform(X)
     assert Xs.lengths.tolist() == [3, 2]
     assert "word.lower:dog" in Xs.feature_names and "+1:word.lower:bark" in Xs.feature_names
-    assert "word.isdigit" not in Xs.feature_names  # always False
+    isdigit = list(Xs.feature_names).index("word.isdigit")  # always False: stored zeros
+    assert Xs.matrix[:, isdigit].nnz == 5 and not Xs.matrix[:, isdigit].toarray().any()
 
 
 def test_window_features_accepts_str_subclasses():

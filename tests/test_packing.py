@@ -5,6 +5,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed, parallel_config
 
 from sklearn_ssl_crf.datasets import make_sequences
@@ -12,6 +13,7 @@ from sklearn_ssl_crf.features import SequenceVectorizer
 from sklearn_ssl_crf.objective._weights import chunk_unlabeled_terms
 from sklearn_ssl_crf.parallel import ChunkedSequences
 from sklearn_ssl_crf.parallel._chunked import _chunk_bounds
+from sklearn_ssl_crf.potentials import PackedSequences, observed_weight_masks
 
 
 def _chunk_rows(chunk, workspace, weights):
@@ -86,3 +88,20 @@ def test_chunks_are_equal_shares_of_the_tokens():
     # A sequence longer than a share makes a chunk of its own.
     bounds = _chunk_bounds(np.array([0, 3, 503, 506]), 100)
     assert (1, 2) in bounds
+
+
+def test_attributes_stored_as_zero_pair_with_labels_and_leave_the_kernels():
+    # python-crfsuite's False is the attribute with value 0: CRFsuite pairs it with the
+    # token's label, and the product X @ W never needs it.
+    matrix = sp.csr_matrix((np.array([1.0, 0.0, 2.0]), np.array([0, 0, 1]),
+                            np.array([0, 1, 3])), shape=(2, 2))
+    assert matrix.nnz == 3
+    chunk = PackedSequences(matrix, [2], labels=[0, 1], n_labels=2)
+    masks = observed_weight_masks([chunk], 2, all_possible_states=False)
+    np.testing.assert_array_equal(masks["state_mask"], [[True, True], [False, True]])
+    assert chunk.matrix.nnz == 2 and chunk.matrix.data.all()
+    # Unknown labels (-1) pair nothing.
+    partial = PackedSequences(matrix, [2], labels=[0, -1], n_labels=2)
+    np.testing.assert_array_equal(
+        observed_weight_masks([partial], 2, all_possible_states=False)["state_mask"],
+        [[True, False], [False, False]])

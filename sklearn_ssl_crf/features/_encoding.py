@@ -28,8 +28,9 @@ def _encode(X, cache, first=0, name="X"):
     and, unless ``name`` is X, name their source.
     """
     _check_corpus(X)
-    # Column of every stored attribute, token by token; -1 marks entries to drop. Weights
-    # are almost always 1, so only the others are recorded, with their positions.
+    # Column of every stored attribute, token by token; -1 marks entries to drop, and
+    # -2 - column an entry of value 0 (False: one append, as for True). Other weights are
+    # recorded with their positions (they are almost always 1).
     indices = array("q")
     indptr = array("q", [0])
     offsets = array("q", [0])
@@ -48,6 +49,8 @@ def _encode(X, cache, first=0, name="X"):
     key_value_columns = cache.key_value_columns
     key_column = cache.key_column
     key_value_column = cache.key_value_column
+    zero_columns = cache.zero_columns
+    zero_column = cache.zero_column
     source = "" if name == "X" else f"{name}, "
     for i, sequence in enumerate(X, first):
         if type(sequence) is not list:
@@ -69,8 +72,12 @@ def _encode(X, cache, first=0, name="X"):
                                     add(key_columns[key])
                                 except KeyError:
                                     add(key_column(key))
-                            elif type(key) is not str:
-                                _key(key)  # raises unless a bytes key
+                            else:
+                                # python-crfsuite's False: the attribute with value 0.
+                                try:
+                                    add(zero_columns[key])
+                                except KeyError:
+                                    add(zero_column(key))
                         elif kind is float:
                             if value != 1.0:
                                 if not -MAX_FEATURE_VALUE <= value <= MAX_FEATURE_VALUE:
@@ -117,8 +124,9 @@ class ColumnCache:
     """Columns of attributes, by token-dict key (bool and float values) and by key and str
     value.
 
-    ``key_columns[key]`` and ``key_value_columns[key][value]`` are filled on first use by
-    `key_column` and `key_value_column`, which also check the key. They hold only attributes
+    ``key_columns[key]``, ``key_value_columns[key][value]`` and ``zero_columns[key]``
+    (``-2 - column``: the attribute with value 0, for False values) are filled on first
+    use by `key_column`, `key_value_column` and `zero_column`, which also check the key. They hold only attributes
     of the vocabulary, so they stay bounded however much unseen data is transformed; the
     cache built while fitting is kept for transform, where most lookups then hit.
 
@@ -136,6 +144,7 @@ class ColumnCache:
         self.column_of = vocabulary.__getitem__ if grow else self._known_column
         self.key_columns = {}
         self.key_value_columns = {}
+        self.zero_columns = {}
 
     def _known_column(self, name):
         return self.vocabulary.get(name, -1)
@@ -145,6 +154,13 @@ class ColumnCache:
         if column >= 0:
             self.key_columns[key] = column
         return column
+
+    def zero_column(self, key):
+        column = self.key_column(key)
+        if column < 0:
+            return column
+        self.zero_columns[key] = -2 - column
+        return -2 - column
 
     def key_value_column(self, key, value):
         column = self.column_of(f"{_key(key)}:{value}")
@@ -170,6 +186,9 @@ class ColumnCache:
             key: {value: new[column] for value, column in columns.items() if new[column] >= 0}
             for key, columns in self.key_value_columns.items()
         }
+        self.zero_columns = {key: -2 - new[-2 - marker]
+                             for key, marker in self.zero_columns.items()
+                             if new[-2 - marker] >= 0}
 
 
 def _assemble(indices, indptr, positions, weights, n_columns):
@@ -179,6 +198,10 @@ def _assemble(indices, indptr, positions, weights, n_columns):
     data = np.ones(indices.size)
     if positions:
         data[np.asarray(positions, dtype=np.intp)] = weights
+    zeros = np.flatnonzero(indices <= -2)
+    if zeros.size:
+        indices[zeros] = -2 - indices[zeros]
+        data[zeros] = 0.0
     dropped = indices < 0
     if dropped.any():
         kept = ~dropped
@@ -253,8 +276,7 @@ def _expand(key, value, prefix=""):
     elif isinstance(value, bytes):
         yield f"{name}:{value.decode('utf-8')}", 1.0
     elif isinstance(value, (bool, np.bool_)):
-        if value:
-            yield name, 1.0
+        yield name, 1.0 if value else 0.0
     elif isinstance(value, numbers.Real):
         # Compared before float(): an int too large for a float is too large here.
         if not abs(value) <= MAX_FEATURE_VALUE:

@@ -25,8 +25,9 @@ class SequenceVectorizer(KeywordOnlyParameters, SequenceTagsMixin, TransformerMi
     ``key: value`` pair of a token dict:
 
     - ``str`` value: attribute ``"key:value"`` with weight 1 (``bytes`` are decoded as UTF-8);
-    - ``bool`` value: attribute ``"key"`` with weight 1 when True; nothing when False
-      (CRFsuite stores weight 0, which is the same model);
+    - ``bool`` value: attribute ``"key"`` with weight 1 when True, 0 when False (a 0 adds
+      nothing to a token's scores, but, as in CRFsuite, pairs the attribute with the
+      token's label where a model keeps only the pairs seen, ``all_possible_states=False``);
     - ``int`` or ``float`` value: attribute ``"key"`` weighted by the value;
     - ``dict`` value: its attributes, each prefixed with ``"key:"`` (recursively);
     - ``list``, ``tuple`` or ``set`` of strings: attribute ``"key:element"`` with weight 1 for
@@ -61,8 +62,9 @@ class SequenceVectorizer(KeywordOnlyParameters, SequenceTagsMixin, TransformerMi
     Attributes not seen during ``fit`` (or dropped by ``min_freq``) are ignored by
     ``transform``: they have no weight in the model.
 
-    The matrix has sorted, unique column indices in each row. A numeric attribute of weight
-    0 is stored as an explicit zero (and counts as an occurrence for ``min_freq``). The
+    The matrix has sorted, unique column indices in each row. An attribute of weight
+    0 (a number, or False) is stored as an explicit zero (and counts as an occurrence for
+    ``min_freq``). The
     elements of a set are taken in sorted order, so that the column order does not depend
     on string hashing.
 
@@ -137,7 +139,7 @@ class SequenceVectorizer(KeywordOnlyParameters, SequenceTagsMixin, TransformerMi
         """Learn the vocabulary from X and a stream of more sequences, and featurise both.
 
         At most ``block_size`` sequences of the stream are held as dicts at a time. The
-        same vocabulary and rows as ``fit_transform`` of X followed by the stream's
+        same vocabulary and row values as ``fit_transform`` of X followed by the stream's
         sequences; the stream is read once, so it may be a generator.
 
         Parameters
@@ -154,8 +156,10 @@ class SequenceVectorizer(KeywordOnlyParameters, SequenceTagsMixin, TransformerMi
         Xs : SequenceMatrix
             The sequences of X.
         blocks : list of SequenceMatrix
-            The sequences of ``stream``, ``block_size`` at a time; their values are float32
-            where that is exact (indicators), a third less memory.
+            The sequences of ``stream``, ``block_size`` at a time, as unlabelled sequences
+            are used: without stored zeros (``False`` values, which add nothing to a
+            sequence's scores and pair no attribute with a label where there is none), and
+            with float32 values where that is exact (indicators), a third less memory.
         """
         min_freq = self.min_freq
         if (
@@ -179,6 +183,7 @@ class SequenceVectorizer(KeywordOnlyParameters, SequenceTagsMixin, TransformerMi
             del block  # before the next is read: one block of dicts at a time
             # As the packed chunks will hold them (`PackedSequences`): until then the whole
             # stream is held in blocks, so they take no more memory than the chunks.
+            matrix.eliminate_zeros()
             if np.array_equal(matrix.data.astype(np.float32), matrix.data):
                 matrix.data = matrix.data.astype(np.float32)
             parts.append((matrix, offsets))

@@ -61,6 +61,10 @@ class PackedSequences:
         where unknown); None without costs.
     group_matrix : scipy.sparse.csr_matrix of shape (n_groups, n_tokens) or None
         Indicator of each packed token's group (`group_indicator`).
+    state_pairs : scipy.sparse.csr_matrix of shape (n_attributes, n_labels) or None
+        With ``labels``: how many tokens of known label hold each attribute, by label,
+        counting the attributes stored with value 0 (python-crfsuite's ``False``), which
+        CRFsuite pairs with the label as it does any other (`observed_weight_masks`).
     kept : dict
         What evaluations keep with the chunk for later ones (`keep`).
     """
@@ -69,7 +73,13 @@ class PackedSequences:
                  n_groups=None, order=1, weights=None, label_costs=None):
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.layout = ChainLayout(self.lengths)
-        self.matrix = matrix[self.layout.order]
+        self.matrix = sp.csr_matrix(matrix[self.layout.order])
+        self.state_pairs = None
+        if labels is not None:
+            self.state_pairs = _state_pairs(self.matrix, np.asarray(labels)[self.layout.order],
+                                            n_labels)
+        # Stored zeros add nothing to a product: the kernels never see them.
+        self.matrix.eliminate_zeros()
         # Feature values are almost all 1 (indicators): held as float32 where that is exact,
         # a third less memory for the packed data. Products upcast them to float64, so
         # every result is the same to the bit.
@@ -164,6 +174,17 @@ def transition_counts(labels, lengths, n_labels, order=1, weights=None):
     return np.bincount(entries, None if weights is None else token_weights[later],
                        minlength=(n_labels + 1) * n_labels ** 2).reshape(
         n_labels + 1, n_labels, n_labels)
+
+
+def _state_pairs(matrix, labels, n_labels):
+    """(attribute x label) counts of the tokens of known label (``labels`` >= 0) holding
+    each attribute of ``matrix``, whatever its stored value."""
+    known = np.flatnonzero(labels >= 0)
+    pattern = sp.csr_matrix((np.ones(matrix.nnz, dtype=np.float32), matrix.indices,
+                             matrix.indptr), shape=matrix.shape)
+    indicators = sp.csr_matrix((np.ones(known.size, dtype=np.float32),
+                                (known, labels[known])), shape=(labels.size, n_labels))
+    return sp.csr_matrix(pattern.T @ indicators)
 
 
 def group_indicator(token_groups, n_groups):

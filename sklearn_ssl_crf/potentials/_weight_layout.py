@@ -1,10 +1,9 @@
 """The parameter vector seen by optimisers, and the weight matrices it stands for."""
 
 import numpy as np
-import scipy.sparse as sp
 
 __all__ = ["WeightLayout", "transition_potentials", "transition_masks", "seen_structure",
-           "label_cooccurrence", "observed_weight_masks"]
+           "observed_weight_masks"]
 
 
 def transition_masks(counts):
@@ -153,26 +152,20 @@ def _expand(values, mask, shape):
     return full
 
 
-def label_cooccurrence(chunk, n_labels):
-    """(attribute x label) sums of absolute feature values over a chunk's tokens: non-zero
-    where the attribute occurs with the label (absolute, so opposite values cannot cancel)."""
-    known = np.flatnonzero(chunk.labels >= 0)  # -1: unknown (partial annotation)
-    indicators = sp.csr_matrix(
-        (np.ones(known.size), (known, chunk.labels[known])),
-        shape=(chunk.n_tokens, n_labels),
-    )
-    return (abs(chunk.matrix).T @ indicators).toarray()
-
-
 def observed_weight_masks(chunks, n_labels, all_possible_states=True,
                           all_possible_transitions=True):
     """`WeightLayout` masks keeping the weights seen in the labelled ``chunks`` (packed
     sequences): attributes with the labels they occur with, unless
     ``all_possible_states``; the label pairs (and, at order 2, triples) that follow each
-    other, unless ``all_possible_transitions``."""
+    other, unless ``all_possible_transitions``.
+
+    An attribute occurs with a label where a token of that label holds it, whatever its
+    value, 0 included, as in CRFsuite (``False`` in python-crfsuite's dicts: such a weight
+    is still trained, by the tokens where the attribute is 1)."""
     masks = {}
     if not all_possible_states:
-        masks["state_mask"] = sum(label_cooccurrence(chunk, n_labels) for chunk in chunks) != 0
+        pairs = sum(chunk.state_pairs for chunk in chunks)
+        masks["state_mask"] = pairs.toarray() != 0
     if not all_possible_transitions:
         masks.update(transition_masks(sum(chunk.transition_counts for chunk in chunks)))
     return masks
