@@ -357,6 +357,32 @@ def test_invalid_parameters(bad):
         CRF(**bad).fit(X, y)
 
 
+@pytest.mark.parametrize("linesearch", ["MoreThuente", "StrongBacktracking"])
+def test_crfsuite_line_searches_other_than_backtracking_are_refused_with_why(linesearch):
+    X, y = toy_data()
+    for estimator in (CRF(linesearch=linesearch), CRFCV(linesearch=linesearch)):
+        with pytest.raises(ValueError, match=rf"linesearch='{linesearch}' is not available: "
+                           r"the line search here is backtracking under the Armijo "
+                           r"condition, CRFsuite's 'Backtracking'.*the optimum is the same"):
+            estimator.fit(X, y)
+
+
+def test_backtracking_and_max_linesearch_as_in_sklearn_crfsuite():
+    X, y = random_tagging_data(60)
+    default = CRF(c2=0.1).fit(X, y)
+    named = CRF(c2=0.1, linesearch="Backtracking").fit(X, y)
+    np.testing.assert_array_equal(named.state_weights_, default.state_weights_)
+    assert default.termination_condition_ == "converged"
+    # Each line search may try one step only: the first iteration that needs a shorter
+    # step than its first trial ends the fit.
+    evaluations = np.diff([0] + [entry["n_evaluations"] for entry in default.training_log_])
+    needs_two = int(np.flatnonzero(evaluations[1:] > 1)[0]) + 1
+    short = CRF(c2=0.1, max_linesearch=1).fit(X, y)
+    assert short.termination_condition_ == "line_search_failed"
+    assert short.n_iter_ == needs_two
+    assert clone(CRFCV(max_linesearch=3)).get_params()["max_linesearch"] == 3
+
+
 @pytest.mark.parametrize("algorithm, advice", [
     ("l2sgd", r"NaturalGradientCRF\(update='sgd'\)"), ("ap", "averaged perceptron"),
     ("pa", "passive-aggressive"), ("arow", "AROW")])
@@ -549,3 +575,26 @@ def test_marginals_exact_where_the_scaled_recursion_underflows():
     np.testing.assert_allclose(got, expected, atol=1e-12)
     best = paths[scores.argmax()]
     assert crf.predict(X)[0] == [crf.classes_[k] for k in best]
+
+
+def test_tagger_info_as_python_crfsuites():
+    """Code written for sklearn-crfsuite's ``crf.tagger_.info()`` reads the same model."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    X, y = random_tagging_data(40)
+    ref = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0, c2=1.0, max_iterations=1000,
+                               epsilon=1e-9, delta=1e-12).fit(X, y)
+    ours = CRF(c2=1.0, all_possible_states=False, all_possible_transitions=False,
+               epsilon=1e-9, delta=1e-12).fit(X, y)
+    assert CRF().tagger_ is None
+    theirs, info = ref.tagger_.info(), ours.tagger_.info()
+    assert set(info.labels) == set(theirs.labels) == set(ours.tagger_.labels())
+    assert set(info.attributes) == set(theirs.attributes)
+    assert info.header["num_labels"] == int(theirs.header["num_labels"])
+    assert info.header["num_attrs"] == int(theirs.header["num_attrs"])
+    for name in ("transitions", "state_features"):
+        ours_weights, their_weights = getattr(info, name), getattr(theirs, name)
+        assert set(ours_weights) == set(their_weights)
+        for key, weight in their_weights.items():
+            assert ours_weights[key] == pytest.approx(weight, abs=1e-5)
+    assert info.header["num_features"] == len(info.state_features) + len(info.transitions)
+    assert ours.tagger_.tag(X[0]) == list(ref.tagger_.tag(X[0]))

@@ -34,6 +34,7 @@ from ._contributions import ContributionsMixin
 from ._label_constraints import constrained, known_label_mask, resolve_constraints
 from ._prediction import decode, posterior_marginals
 from ._sample_weights import labelled_weights, resolve_class_weight
+from ._tagger import Tagger
 from ._uncertainty import UncertaintyMixin, per_sequence
 
 __all__ = ["BaseCRF", "featurise_training_input", "unlabeled_sequences"]
@@ -485,6 +486,15 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
         return float(correct @ counted / counted.sum())
 
     # -- fitted attributes in sklearn-crfsuite's form -------------------------------------
+
+    @property
+    def tagger_(self):
+        """python-crfsuite's ``Tagger`` inspection (``info()``, ``labels()``, ``tag(xseq)``)
+        of the fitted model, as sklearn-crfsuite's ``tagger_`` (`Tagger`); None before
+        fit."""
+        if not hasattr(self, "state_weights_"):
+            return None
+        return Tagger(self)
 
     @property
     def state_features_(self):

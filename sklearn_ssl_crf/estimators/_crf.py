@@ -27,6 +27,9 @@ CRFSUITE_ALGORITHMS = {
     "arow": "AROW has no counterpart here",
 }
 
+#: CRFsuite's line searches other than backtracking under the Armijo condition.
+CRFSUITE_LINE_SEARCHES = ("MoreThuente", "StrongBacktracking")
+
 
 class CRF(BaseCRF):
     """Linear-chain conditional random field trained by L-BFGS.
@@ -74,6 +77,14 @@ class CRF(BaseCRF):
     delta : float, default=1e-5
         Stop when the objective improved by less than ``delta`` (relative) over ``period``
         iterations.
+    linesearch : {'Backtracking'} or None, default=None
+        The line search: backtracking until the Armijo condition holds, CRFsuite's
+        'Backtracking' (which CRFsuite also runs whenever ``c1 > 0``); None is the same.
+        CRFsuite's 'MoreThuente' (its default without L1) and 'StrongBacktracking' are
+        refused, saying so: they reach the same optimum by other steps.
+    max_linesearch : int, default=20
+        Maximum number of trial steps of one line search (CRFsuite's default); the fit stops
+        (``termination_condition_`` 'line_search_failed') when a search runs out of them.
     min_freq : float, default=0
         Attributes occurring ``min_freq`` times or fewer in the training data are dropped
         (feature-dict input only).
@@ -160,6 +171,10 @@ class CRF(BaseCRF):
         ``{(label_from, label_to): weight}`` of the non-zero transition weights; at order 2
         also ``{(h, i, j): weight}`` for triples (``h`` None for the first two labels) and
         ``{(h, None, j): weight}`` for skip-bigrams.
+    tagger_ : Tagger
+        python-crfsuite's ``Tagger`` inspection, as sklearn-crfsuite's ``tagger_``:
+        ``tagger_.info()`` (labels, attributes, transitions, state features),
+        ``tagger_.labels()``, ``tagger_.tag(xseq)``.
     size_ : int
         Bytes taken by the weights.
     training_log_ : list of dict
@@ -200,6 +215,8 @@ class CRF(BaseCRF):
         "epsilon": [Interval(Real, 0, None, closed="left")],
         "period": [Interval(Integral, 0, None, closed="left")],
         "delta": [Interval(Real, 0, None, closed="left")],
+        "linesearch": [StrOptions({"Backtracking"}), None],
+        "max_linesearch": [Interval(Integral, 1, None, closed="left")],
         "min_freq": [Interval(Real, 0, None, closed="left")],
         "all_possible_states": ["boolean"],
         "all_possible_transitions": ["boolean"],
@@ -224,6 +241,8 @@ class CRF(BaseCRF):
         epsilon=1e-5,
         period=10,
         delta=1e-5,
+        linesearch=None,
+        max_linesearch=20,
         min_freq=0,
         all_possible_states=True,
         all_possible_transitions=True,
@@ -244,6 +263,8 @@ class CRF(BaseCRF):
         self.epsilon = epsilon
         self.period = period
         self.delta = delta
+        self.linesearch = linesearch
+        self.max_linesearch = max_linesearch
         self.min_freq = min_freq
         self.all_possible_states = all_possible_states
         self.all_possible_transitions = all_possible_transitions
@@ -261,6 +282,12 @@ class CRF(BaseCRF):
                 f"algorithm={self.algorithm!r} is not available: "
                 f"{CRFSUITE_ALGORITHMS[self.algorithm]}; {type(self).__name__} trains by "
                 "L-BFGS only (algorithm='lbfgs')")
+        if isinstance(self.linesearch, str) and self.linesearch in CRFSUITE_LINE_SEARCHES:
+            raise InvalidParameterError(
+                f"linesearch={self.linesearch!r} is not available: the line search here is "
+                "backtracking under the Armijo condition, CRFsuite's 'Backtracking' (its "
+                "choice whenever c1 > 0); the optimum is the same, reached by other steps. "
+                "Leave linesearch=None or pass 'Backtracking'")
         super()._validate_params()
 
     @unfitted_on_failure
@@ -321,6 +348,7 @@ class CRF(BaseCRF):
                 period=self.period,
                 delta=self.delta if delta is None else delta,
                 num_memories=self.num_memories,
+                max_linesearch=self.max_linesearch,
                 callback=callback,
                 verbose=self.verbose,
                 checkpoint=self._run_checkpoints(),

@@ -148,6 +148,10 @@ class GraphPRCRF(SemiSupervisedPath):
         As in `CRF`.
     delta : float, default=1e-5
         As in `CRF`.
+    linesearch : {'Backtracking'} or None, default=None
+        As in `CRF`.
+    max_linesearch : int, default=20
+        As in `CRF`.
     min_freq : float, default=0
         As in `CRF`.
     all_possible_states : bool, default=True
@@ -278,6 +282,8 @@ vectorizer_
         epsilon=1e-5,
         period=10,
         delta=1e-5,
+        linesearch=None,
+        max_linesearch=20,
         min_freq=0,
         all_possible_states=True,
         all_possible_transitions=True,
@@ -293,6 +299,7 @@ vectorizer_
             algorithm=algorithm, c1=c1, c2=c2, order=order, c2_transitions=c2_transitions,
             max_iterations=max_iterations,
             num_memories=num_memories, epsilon=epsilon, period=period, delta=delta,
+            linesearch=linesearch, max_linesearch=max_linesearch,
             min_freq=min_freq, all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
             constraints=constraints, class_weight=class_weight, verbose=verbose,

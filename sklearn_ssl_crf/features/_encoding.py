@@ -126,9 +126,10 @@ class ColumnCache:
 
     ``key_columns[key]``, ``key_value_columns[key][value]`` and ``zero_columns[key]``
     (``-2 - column``: the attribute with value 0, for False values) are filled on first
-    use by `key_column`, `key_value_column` and `zero_column`, which also check the key. They hold only attributes
-    of the vocabulary, so they stay bounded however much unseen data is transformed; the
-    cache built while fitting is kept for transform, where most lookups then hit.
+    use by `key_column`, `key_value_column` and `zero_column`, which also check the key.
+    They hold only attributes of the vocabulary, so they stay bounded however much unseen
+    data is transformed; the cache built while fitting is kept for transform, where most
+    lookups then hit.
 
     Parameters
     ----------
