@@ -164,6 +164,19 @@ def test_optimum_matches_sklearn_crfsuite():
         assert ours.transition_features_[key] == pytest.approx(weight, abs=1e-5)
     # sklearn-crfsuite 0.5.0's own predict fails on ragged output; use predict_single.
     assert ours.predict(X) == [list(ref.predict_single(x)) for x in X]
+    # Code written for ``crf.tagger_.info()`` reads the same model.
+    assert CRF().tagger_ is None
+    theirs, info = ref.tagger_.info(), ours.tagger_.info()
+    assert set(info.labels) == set(theirs.labels) == set(ours.tagger_.labels())
+    assert set(info.attributes) == set(theirs.attributes)
+    assert info.header["num_labels"] == int(theirs.header["num_labels"])
+    assert info.header["num_attrs"] == int(theirs.header["num_attrs"])
+    assert info.header["num_features"] == len(info.state_features) + len(info.transitions)
+    assert info.state_features == ours.state_features_
+    assert set(info.transitions) == set(theirs.transitions)
+    for key, weight in theirs.transitions.items():
+        assert info.transitions[key] == pytest.approx(weight, abs=1e-5)
+    assert ours.tagger_.tag(X[0]) == list(ref.tagger_.tag(X[0]))
 
 
 def test_toy_example_fits_training_data_perfectly():
@@ -575,26 +588,3 @@ def test_marginals_exact_where_the_scaled_recursion_underflows():
     np.testing.assert_allclose(got, expected, atol=1e-12)
     best = paths[scores.argmax()]
     assert crf.predict(X)[0] == [crf.classes_[k] for k in best]
-
-
-def test_tagger_info_as_python_crfsuites():
-    """Code written for sklearn-crfsuite's ``crf.tagger_.info()`` reads the same model."""
-    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
-    X, y = random_tagging_data(40)
-    ref = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0, c2=1.0, max_iterations=1000,
-                               epsilon=1e-9, delta=1e-12).fit(X, y)
-    ours = CRF(c2=1.0, all_possible_states=False, all_possible_transitions=False,
-               epsilon=1e-9, delta=1e-12).fit(X, y)
-    assert CRF().tagger_ is None
-    theirs, info = ref.tagger_.info(), ours.tagger_.info()
-    assert set(info.labels) == set(theirs.labels) == set(ours.tagger_.labels())
-    assert set(info.attributes) == set(theirs.attributes)
-    assert info.header["num_labels"] == int(theirs.header["num_labels"])
-    assert info.header["num_attrs"] == int(theirs.header["num_attrs"])
-    for name in ("transitions", "state_features"):
-        ours_weights, their_weights = getattr(info, name), getattr(theirs, name)
-        assert set(ours_weights) == set(their_weights)
-        for key, weight in their_weights.items():
-            assert ours_weights[key] == pytest.approx(weight, abs=1e-5)
-    assert info.header["num_features"] == len(info.state_features) + len(info.transitions)
-    assert ours.tagger_.tag(X[0]) == list(ref.tagger_.tag(X[0]))
