@@ -4,6 +4,7 @@ errors a user meets with bad files, and the demo."""
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -207,11 +208,17 @@ def test_a_dev_file_with_a_label_the_training_file_lacks_is_scored(corpus, tmp_p
     y_dev = [["B-NEW" if t == 0 else label for t, label in enumerate(labels)]
              for labels in y[60:100]]
     dev = _write_columns(tmp_path / "dev.txt", X[60:100], y_dev)
-    with pytest.warns(UserWarning, match=r"y_dev has 1 label\(s\) not in the training data "
-                      r"\(B-NEW\) on 40 of its"):
-        assert main(["train", str(paths["train"]), "--dev", str(dev), "--c2", "0.01", "100",
-                     "--token-columns", "0", "--max-iterations", "30", "--quiet"]) == 0
-    assert "c2=0.01" in capsys.readouterr().out
+    capsys.readouterr()
+    assert main(["train", str(paths["train"]), "--dev", str(dev), "--c2", "0.01", "100",
+                 "--token-columns", "0", "--max-iterations", "30", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert "c2=0.01" in out
+    # One clean line, once, however many fits warned.
+    assert [line for line in err.splitlines() if "y_dev" in line] == [
+        line for line in err.splitlines() if line.startswith(
+            "sklearn-ssl-crf train: warning: y_dev has 1 label(s) not in the training data "
+            "(B-NEW) on 40 of its")]
+    assert err.count("y_dev has 1 label") == 1 and "warnings.warn" not in err
 
 
 def test_a_model_trained_with_progress_loads_quiet(corpus, tmp_path, capsys):
@@ -305,7 +312,8 @@ def test_bad_files_in_every_command(corpus, trained, tmp_path, capsys):
     assert "trained on tokens of 2 columns" in _run_error(
         capsys, ["tag", str(model), str(paths["unlabeled"])])
     # Raw text holds words only; the labelled tokens have two columns.
-    assert "the labelled tokens have 2 columns, the unlabelled ones 1" in _run_error(
+    assert "the labelled tokens have 2 columns (every column but the label), the unlabelled "\
+        "ones (" in _run_error(
         capsys, ["train", str(paths["train"]), "--method", "entropy",
                  "--unlabelled", str(paths["unlabeled"])])
     assert "not a sklearn_ssl_crf model file" in _run_error(
@@ -473,3 +481,118 @@ def test_train_resumes_from_its_checkpoint(corpus, tmp_path, capsys, monkeypatch
     for name in ("state_weights_", "transition_weights_"):
         np.testing.assert_array_equal(getattr(model[-1], name), getattr(reference[-1], name))
     assert model[-1].best_params_ == reference[-1].best_params_
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--method", "ngd", "--unlabelled", "{unlabeled}", "--token-columns", "0"],
+     "--method ngd reads --unlabelled files through --gamma or --proportion-weight"),
+    (["--method", "ngd", "--gamma", "0.1"],
+     "--gamma and --proportion-weight weigh terms of --unlabelled files, and none were"),
+    (["--method", "ngd", "--c1", "0.1"],
+     "--c1 does nothing with --method ngd; it is for --method crf, entropy, jiao, "
+     "self-training and graph-pr"),
+    (["--method", "graph-pr", "--gamma", "0.1", "--unlabelled", "{unlabeled}",
+      "--token-columns", "0"],
+     "--gamma does nothing with --method graph-pr; it is for --method entropy, jiao and ngd"),
+    (["--method", "crf", "--unlabelled", "{unlabeled}", "--token-columns", "0"],
+     "--method crf is supervised: it reads --unlabelled files only to learn --clusters"),
+    (["--max-rounds", "3"], "--max-rounds does nothing with --method crf"),
+    (["--method", "entropy", "--batch-size", "8", "--unlabelled", "{unlabeled}",
+      "--token-columns", "0"], "--batch-size does nothing with --method entropy"),
+    (["--c1", "0", "--c2", "1", "--cv", "3"], "--cv does nothing here: this method chooses"),
+    (["--dev", "{dev}", "--cv", "3"], "--cv does nothing here: the settings are chosen on"),
+    (["--c1", "0", "--c2", "1", "--random-state", "3"], "--random-state does nothing here"),
+    (["--unlabelled-format", "columns"], "--unlabelled-format does nothing without"),
+    (["--checkpoint-every", "5"], "--checkpoint-every does nothing without --checkpoint"),
+    (["--method", "ngd", "--n-jobs", "2"], "--n-jobs does nothing with --method ngd"),
+])
+def test_train_refuses_options_the_method_would_ignore(corpus, tmp_path, capsys, options,
+                                                        message):
+    _, paths = corpus
+    model = tmp_path / "never.model"
+    argv = ["train", str(paths["train"]), "--model", str(model), "--quiet",
+            *(option.format(**{k: str(v) for k, v in paths.items()}) for option in options)]
+    assert message in _run_error(capsys, argv)
+    assert not model.exists()
+
+
+def test_ngd_with_a_weight_reads_the_unlabelled_files(corpus, capsys):
+    _, paths = corpus
+    assert main(["train", str(paths["train"]), "--method", "ngd", "--gamma", "0.1",
+                 "--unlabelled", str(paths["unlabeled"]), "--token-columns", "0",
+                 "--max-iterations", "2", "--quiet"]) == 0
+    assert "60 labelled, 100 unlabelled" in capsys.readouterr().out
+
+
+def test_unlabelled_columns_holding_the_label_get_the_option_that_fits(corpus, tmp_path,
+                                                                        capsys):
+    _, paths = corpus
+    # The unlabelled file still has its label column: 3 columns against the tokens' 2.
+    message = _run_error(capsys, ["train", str(paths["train"]), "--method", "entropy",
+                                  "--unlabelled", str(paths["dev"]), "--unlabelled-format",
+                                  "columns", "--quiet"])
+    assert "if they still hold the label column, name the token columns of both files: " \
+        "--token-columns 0 1" in message
+    assert main(["train", str(paths["train"]), "--method", "entropy", "--unlabelled",
+                 str(paths["dev"]), "--unlabelled-format", "columns", "--token-columns", "0",
+                 "1", "--gamma", "0.1", "--proportion-weight", "0", "--c1", "0", "--c2",
+                 "0.1", "--max-iterations", "5", "--quiet"]) == 0
+
+
+def test_warnings_are_one_line_and_evaluate_names_the_labels_it_scores_zero(tmp_path,
+                                                                            capsys):
+    train = tmp_path / "pos.txt"
+    train.write_text("a N\nb V\n\nb V\na N\n\n" * 10)
+    test = tmp_path / "test.txt"
+    test.write_text("a N\nb RARE\n\n")
+    model = tmp_path / "pos.model"
+    capsys.readouterr()
+    assert main(["train", str(train), "--c1", "0", "--c2", "0.1", "--max-iterations", "2",
+                 "--quiet", "--model", str(model)]) == 0
+    assert capsys.readouterr().err == (
+        "sklearn-ssl-crf train: warning: CRF stopped at its cap of 2 iterations before "
+        "converging; raise max_iterations to let it run longer\n")
+    assert main(["evaluate", str(model), str(test)]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "labels never predicted (precision 0): RARE; predicted but absent from the file " \
+        "(recall 0): V" in out
+
+
+def test_tag_keeps_blank_lines_of_raw_text_as_empty_sentences(corpus, tmp_path, capsys):
+    _, paths = corpus
+    model = tmp_path / "words.model"
+    assert main(["train", str(paths["train"]), "--token-columns", "0", "--c1", "0", "--c2",
+                 "0.1", "--max-iterations", "20", "--model", str(model), "--quiet"]) == 0
+    lines = ["w1 w2", "", "w3", "   ", "w4 w5"]
+    raw = tmp_path / "raw.txt"
+    raw.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["tag", str(model), str(raw), "--entropy"]) == 0
+    blocks = capsys.readouterr().out.split("\n\n")
+    assert blocks[-1] == "" and len(blocks) - 1 == len(lines)
+    words = [[line.split("\t")[0] for line in block.splitlines()[1:]] for block in blocks[:-1]]
+    assert words == [line.split() for line in lines]
+
+
+def test_known_labels_the_constraints_forbid_name_the_file_and_sentence(corpus, trained,
+                                                                        tmp_path, capsys):
+    _, paths = corpus
+    model, _ = trained
+    known = tmp_path / "known.txt"
+    known.write_text("w1 w1 _\nw2 w2 _\n\nw1 w1 O\nw2 w2 I-A\n\n")
+    message = _run_error(capsys, ["tag", str(model), str(known), "--format", "columns",
+                                  "--known-column", "2"])
+    assert f"{known}: sentence 2: its known labels (column 2) leave no labelling that the " \
+        "model allows under its BIO constraints" in message
+
+
+def test_the_demo_is_described_as_it_runs():
+    from sklearn_ssl_crf.cli import demo
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "command_line.rst").read_text()
+    described = page[page.index("The demo\n"):page.index("Training\n")]
+    assert f"{demo.N_LABELLED} labelled, {demo.N_UNLABELLED:,} unlabelled, " \
+        f"{demo.N_TEST:,} test" in described
+    assert "no dev set" in described and "5-fold" in described
+    assert "dev sentences" not in described

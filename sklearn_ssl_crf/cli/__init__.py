@@ -1,14 +1,16 @@
 """The command line: ``sklearn-ssl-crf`` or ``python -m sklearn_ssl_crf``.
 
-Subcommands ``train``, ``tag``, ``evaluate`` and ``demo`` (the default). Errors in the input
-(a missing or malformed file, a bad setting) print one line naming what is wrong, with the
-file and line where there is one, and exit with status 2; so does running out of memory,
-naming what the command was doing (the ``stage`` a command sets on its ``args``).
+Subcommands ``train``, ``tag``, ``evaluate`` and ``demo`` (the default). Warnings are one
+line each on stderr, each once. Errors in the input (a missing or malformed file, a bad
+setting) print one line naming what is wrong, with the file and line where there is one,
+and exit with status 2; so does running out of memory, naming what the command was doing
+(the ``stage`` a command sets on its ``args``).
 """
 
 import argparse
 import os
 import sys
+import warnings
 
 from . import demo, evaluate, tag, train
 
@@ -26,6 +28,20 @@ def build_parser():
     return parser
 
 
+def _one_line_warnings(command):
+    """A ``warnings.showwarning`` that prints each warning once, as one line on stderr
+    naming the command, without Python's source line."""
+    shown = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        if text not in shown:
+            shown.add(text)
+            print(f"{_PROG} {command}: warning: {text}", file=sys.stderr, flush=True)
+
+    return show
+
+
 def main(argv=None):
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit
     status."""
@@ -33,7 +49,10 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv or ["demo"])
     try:
-        return args.run(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = _one_line_warnings(args.command)
+            return args.run(args)
     except BrokenPipeError:
         # The reader of our output went away (``| head``): stop quietly, as Python's
         # documentation advises, with stdout pointed at devnull for the final flush.

@@ -116,8 +116,9 @@ def read_to_tag(path, file_format, token_columns, encoding, sep):
 
     Returns ``(sequences, rows)``: ``rows[i][j]`` is the list of fields printed before the
     predicted label of token ``j`` of sentence ``i`` (the whole input line for column
-    files, the word for text and CoNLL-U). Tokens of column files are made of their
-    ``token_columns``, as the model was trained on.
+    files, the word for text and CoNLL-U). A blank line of text is an empty sentence.
+    Tokens of column files are made of their ``token_columns``, as the model was trained
+    on.
     """
     file_format = "text" if file_format is None else file_format
     if len(token_columns) > 1 and file_format != "columns":
@@ -138,7 +139,8 @@ def read_to_tag(path, file_format, token_columns, encoding, sep):
     if file_format == "conllu":
         sequences, _ = read_conllu(path, encoding=encoding)
     else:
-        sequences = read_text(path, encoding=encoding)
+        # Blank lines are empty sentences: output sentence i is input line i + 1.
+        sequences = read_text(path, encoding=encoding, keep_blank_lines=True)
     _check_not_empty(path, sequences)
     return sequences, [[[word] for word in sentence] for sentence in sequences]
 

@@ -46,8 +46,23 @@ def run(args):
     if has_spans(classes):
         print(span_classification_report(y, predicted, digits=4))
     else:
-        print(flat_classification_report(y, predicted, digits=4))
+        # A label never predicted (or absent from the file) scores 0, said once below
+        # rather than by scikit-learn's warnings about its zero_division parameter.
+        print(flat_classification_report(y, predicted, digits=4, zero_division=0))
+        _say_undefined_scores(y, predicted)
     result = scores(y, predicted, classes)
     result["sentence accuracy"] = sequence_accuracy_score(y, predicted)
     print("\n".join(f"{name:<18}{value:.4f}" for name, value in result.items()))
     return 0
+
+
+def _say_undefined_scores(y_true, y_pred):
+    """One line naming the labels whose precision or recall has no tokens to count (the
+    report shows 0 for them)."""
+    gold = {label for sentence in y_true for label in sentence}
+    predicted = {label for sentence in y_pred for label in sentence}
+    notes = [f"{what}: {', '.join(map(str, sorted(labels, key=str)))}" for what, labels in (
+        ("never predicted (precision 0)", gold - predicted),
+        ("predicted but absent from the file (recall 0)", predicted - gold)) if labels]
+    if notes:
+        print("labels " + "; ".join(notes))

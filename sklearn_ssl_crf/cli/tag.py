@@ -3,6 +3,7 @@
 import argparse
 import sys
 
+from ..estimators import NoLabellingError
 from ..utils import atomic_path
 from ._inputs import FORMATS, add_sep_argument, check_readable, read_to_tag
 from ._model import load_tagger
@@ -57,7 +58,15 @@ def run(args):
     known = _known_labels(args, rows, tagger.estimator.classes_)
     features = tagger.features.transform(sequences)
     estimator = tagger.estimator
-    predicted = estimator.predict(features, known_labels=known)
+    try:
+        predicted = estimator.predict(features, known_labels=known)
+    except NoLabellingError as error:
+        scheme = getattr(estimator.constraints_, "scheme", None)
+        raise ValueError(
+            f"{args.input}: sentence {error.index + 1}: its known labels (column "
+            f"{args.known_column}) leave no labelling that the model allows" + (
+                f" under its {scheme.upper()} constraints (such as no I-X after O)"
+                if scheme else "") + "; correct them or write '_' where unknown") from None
     marginals = (estimator.predict_marginals(features, known_labels=known) if args.marginals
                  else None)
     entropies = estimator.predict_entropy(features) if args.entropy else None

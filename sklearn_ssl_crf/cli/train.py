@@ -72,7 +72,7 @@ def add_parser(subparsers):
                       "the label; 0 for the words only, e.g. to match raw unlabelled text)")
     data.add_argument("--unlabelled", "--unlabeled", nargs="+", default=[], metavar="FILE",
                       help="unlabelled sentences (used by every method but crf)")
-    data.add_argument("--unlabelled-format", choices=FORMATS, default="text",
+    data.add_argument("--unlabelled-format", choices=FORMATS,
                       help="format of the unlabelled files (default text: one sentence a "
                       "line, whitespace-tokenised)")
     data.add_argument("--dev", help="labelled dev file (format of the training file): "
@@ -108,17 +108,21 @@ def add_parser(subparsers):
                        help="label sequences never predicted: auto (default) follows the "
                        "span scheme of the labels (no I-X after O with BIO tags) when the "
                        "training labels keep to it; none: no constraint")
-    model.add_argument("--cv", type=int, default=5,
+    model.add_argument("--cv", type=int,
                        help="folds of the training sentences on which settings are chosen "
                        "without --dev (default 5)")
     model.add_argument("--max-iterations", type=int,
                        help="L-BFGS iterations (NGD: epochs); default: until converged")
-    model.add_argument("--max-rounds", type=int, default=10, help="self-training rounds")
-    model.add_argument("--em-iterations", type=int, default=20, help="graph-pr EM rounds")
-    model.add_argument("--batch-size", type=int, default=16, help="ngd mini-batch size")
-    model.add_argument("--n-jobs", type=int, help="processes for the sums over sentences")
-    model.add_argument("--random-state", type=int, default=0,
-                       help="seed (ngd's shuffling, the word clusters)")
+    model.add_argument("--max-rounds", type=int,
+                       help="self-training rounds (self-training; default 10)")
+    model.add_argument("--em-iterations", type=int,
+                       help="EM iterations at most (graph-pr; default 20)")
+    model.add_argument("--batch-size", type=int, help="mini-batch size (ngd; default 16)")
+    model.add_argument("--n-jobs", type=int, help="processes for the sums over sentences "
+                       "(every method but ngd)")
+    model.add_argument("--random-state", type=int,
+                       help="seed of ngd's shuffling, of the cross-validation folds and of "
+                       "the word clusters (default 0)")
 
     features = parser.add_argument_group("features (WindowFeatures)")
     features.add_argument("--window", type=int, default=1,
@@ -143,7 +147,7 @@ def add_parser(subparsers):
                         "are checkpointed: after an interruption, the same command resumes "
                         "where it stopped, and ends with the model of an uninterrupted run; "
                         "delete the directory once the model is written")
-    parser.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
+    parser.add_argument("--checkpoint-every", type=int, metavar="N",
                         help="iterations (ngd: epochs) between two checkpoints (default 10)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)
@@ -152,12 +156,11 @@ def add_parser(subparsers):
 
 def run(args):
     progress = _Progress(args.quiet)
+    _check_options(args)
     check = [args.train, *args.unlabelled] + ([args.dev] if args.dev else [])
     for path in check:
         check_readable(path)
     settings = _settings(args)
-    if args.method in NEEDS_UNLABELLED and not args.unlabelled:
-        raise ValueError(f"--method {args.method} needs --unlabelled files")
 
     file_format = guess_format(args.train, args.format)
     args.stage = f"reading {args.train}"
@@ -232,6 +235,72 @@ def run(args):
     return 0
 
 
+# Options of one method or a few (with their defaults), and the methods that use them.
+METHOD_OPTIONS = {
+    "max_rounds": (10, ("self-training",)),
+    "em_iterations": (20, ("graph-pr",)),
+    "batch_size": (16, ("ngd",)),
+}
+
+
+def _check_options(args):
+    """Refuse every option the chosen method would ignore, saying which methods use it
+    (a command line never ignores what it is told); then fill in the defaults of the
+    options whose default depends on it."""
+    method = args.method
+    problems = []
+    users = {**SELECTABLE, **{name: methods for name, (_, methods) in METHOD_OPTIONS.items()}}
+    for name, methods in users.items():
+        if getattr(args, name) is not None and method not in methods:
+            problems.append(f"--{name.replace('_', '-')} does nothing with --method "
+                            f"{method}; it is for {_methods(methods)}")
+    # `_estimator`'s plain CRF: c1 and c2 given one value each, c2_transitions at most one.
+    fixed_crf = method == "crf" and all(
+        values is not None and len(set(values)) == 1 for values in (args.c1, args.c2)
+    ) and len(set(args.c2_transitions or [0])) == 1
+    weighted = any(value > 0 for value in (args.gamma or []) + (args.proportion_weight or []))
+    if method == "crf" and args.unlabelled and not args.clusters:
+        problems.append("--method crf is supervised: it reads --unlabelled files only to "
+                        "learn --clusters; give a semi-supervised method (entropy, jiao, "
+                        "self-training, ngd or graph-pr) or --clusters")
+    elif method in NEEDS_UNLABELLED and not args.unlabelled:
+        problems.append(f"--method {method} needs --unlabelled files")
+    elif method == "ngd" and args.unlabelled and not (weighted or args.clusters):
+        problems.append("--method ngd reads --unlabelled files through --gamma or "
+                        "--proportion-weight, which it does not choose: give a positive "
+                        "weight (e.g. --gamma 0.1), or --clusters to learn clusters from them")
+    elif method == "ngd" and weighted and not args.unlabelled:
+        problems.append("--method ngd: --gamma and --proportion-weight weigh terms of "
+                        "--unlabelled files, and none were given")
+    if args.unlabelled_format is not None and not args.unlabelled:
+        problems.append("--unlabelled-format does nothing without --unlabelled files")
+    if args.cv is not None and (args.dev or method == "ngd" or fixed_crf):
+        problems.append("--cv does nothing here: " + (
+            "the settings are chosen on --dev" if args.dev else
+            "this method chooses no setting (every setting is given one value)"))
+    if args.random_state is not None and fixed_crf and not args.clusters:
+        problems.append("--random-state does nothing here: a CRF of given c1 and c2 without "
+                        "--clusters draws nothing at random")
+    if args.n_jobs is not None and method == "ngd":
+        problems.append("--n-jobs does nothing with --method ngd (its mini-batches run in "
+                        "one process)")
+    if args.checkpoint_every is not None and not args.checkpoint:
+        problems.append("--checkpoint-every does nothing without --checkpoint")
+    if problems:
+        raise ValueError("; ".join(problems))
+    for name, (default, _) in METHOD_OPTIONS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+    args.cv = 5 if args.cv is None else args.cv
+    args.random_state = 0 if args.random_state is None else args.random_state
+    args.checkpoint_every = 10 if args.checkpoint_every is None else args.checkpoint_every
+
+
+def _methods(methods):
+    return "--method " + (", ".join(methods[:-1]) + " and " + methods[-1]
+                          if len(methods) > 1 else methods[0])
+
+
 def _settings(args):
     """The selectable settings given on the command line: one value (kept as given) or
     several (the candidates the estimator chooses among)."""
@@ -258,10 +327,25 @@ def _token_columns(X, unlabelled, args):
     n_labelled = n_columns(X[0])
     first = next(iter(unlabelled), None)
     if first is not None and n_columns(first) != n_labelled:
+        n_unlabelled = n_columns(first)
+        made_of = ("the columns of --token-columns" if args.token_columns else
+                   "every column but the label")
+        if unlabelled.file_format == "text":
+            advice = ("train on the words only (--token-columns 0), or give column files "
+                      "with the labelled tokens' columns (--unlabelled-format columns)")
+        elif (n_unlabelled > n_labelled and not args.token_columns
+              and guess_format(args.train, args.format) == "columns"):
+            # The labelled tokens are every column but the label (`read_labelled`).
+            label = int(args.column or -1) % (n_labelled + 1)
+            columns = [str(i) for i in range(n_labelled + 1) if i != label]
+            advice = ("if they still hold the label column, name the token columns of both "
+                      f"files: --token-columns {' '.join(columns)}")
+        else:
+            advice = ("name the labelled file's token columns that the unlabelled files "
+                      "have with --token-columns (e.g. --token-columns 0 for the words)")
         raise ValueError(
-            f"the labelled tokens have {n_labelled} columns, the unlabelled ones "
-            f"{n_columns(first)}: give unlabelled column files with the same columns "
-            f"(--unlabelled-format columns), or train on the words only (--token-columns 0)")
+            f"the labelled tokens have {n_labelled} columns ({made_of}), the unlabelled "
+            f"ones ({unlabelled.paths[0]}, first sentence) {n_unlabelled}: {advice}")
     return args.token_columns or list(range(n_labelled))
 
 

@@ -418,10 +418,11 @@ def read_conllu(path, column="upos", encoding="utf-8"):
     return sequences, labels
 
 
-def read_text(path, encoding="utf-8"):
+def read_text(path, encoding="utf-8", keep_blank_lines=False):
     """Read raw text for unlabelled training or tagging: one sentence per line.
 
-    Tokens are separated by runs of whitespace; blank lines are skipped.
+    Tokens are separated by runs of whitespace; blank lines are skipped, or kept as empty
+    sentences.
 
     Parameters
     ----------
@@ -431,11 +432,14 @@ def read_text(path, encoding="utf-8"):
         read from its current position.
     encoding : str, default="utf-8"
         Encoding used when ``path`` is a path.
+    keep_blank_lines : bool, default=False
+        True: a blank line is an empty sentence, so that sentence ``i`` is line ``i + 1``
+        (for output that must line up with the input, as ``tag``'s does).
 
     Returns
     -------
     sequences : list of list of str
-        The tokens of each non-blank line.
+        The tokens of each line (each non-blank line unless ``keep_blank_lines``).
 
     Raises
     ------
@@ -458,9 +462,15 @@ def read_text(path, encoding="utf-8"):
     >>> from sklearn_ssl_crf.datasets import read_text
     >>> read_text(io.StringIO("The cat sat .\\n\\nIt ran .\\n"))
     [['The', 'cat', 'sat', '.'], ['It', 'ran', '.']]
+    >>> read_text(io.StringIO("The cat sat .\\n\\nIt ran .\\n"), keep_blank_lines=True)
+    [['The', 'cat', 'sat', '.'], [], ['It', 'ran', '.']]
     """
     _, lines = _read_lines(path, encoding)
-    return [tokens for tokens in map(str.split, lines) if tokens]
+    if not keep_blank_lines:
+        return [tokens for tokens in map(str.split, lines) if tokens]
+    if lines and not lines[-1]:
+        lines.pop()  # what follows the last line end is no line
+    return [line.split() for line in lines]
 
 
 def iter_text(path, encoding="utf-8"):

@@ -8,9 +8,11 @@ from ._graph_pr import GraphPRCRF
 from ._graph_propagation import GraphPropagation
 from ._label_constraints import LabelConstraints
 from ._natural_gradient import NaturalGradientCRF
+from ._prediction import NoLabellingError
 from ._self_training import SelfTrainingCRF
 
 __all__ = [
     "BaseCRF", "CRF", "CRFCV", "EntropyRegularizedCRF", "GraphPRCRF", "GraphPropagation",
-    "LabelConstraints", "NaturalGradientCRF", "SelfTrainingCRF", "SemiSupervisedCRF"
+    "LabelConstraints", "NaturalGradientCRF", "NoLabellingError", "SelfTrainingCRF",
+    "SemiSupervisedCRF"
 ]

@@ -4,7 +4,16 @@ import numpy as np
 
 from ..inference import chain_lattice, viterbi_batch
 
-__all__ = ["decode", "posterior_marginals"]
+__all__ = ["NoLabellingError", "decode", "posterior_marginals"]
+
+
+class NoLabellingError(ValueError):
+    """Label constraints and known labels leave a sequence no labelling; ``index`` is the
+    first such sequence of the input (0-based)."""
+
+    def __init__(self, message, index):
+        super().__init__(message)
+        self.index = index
 
 
 def decode(packed, unary, transition):
@@ -26,6 +35,6 @@ def _check_some_labelling(scores):
     # (-inf potentials) leave the sequence no labelling.
     impossible = np.flatnonzero(np.isneginf(scores))
     if impossible.size:
-        raise ValueError(f"sequence {impossible[0]} has no labelling that the label "
-                         "constraints and the known labels allow "
-                         f"({impossible.size} such sequence(s))")
+        raise NoLabellingError(f"sequence {impossible[0]} has no labelling that the label "
+                               "constraints and the known labels allow "
+                               f"({impossible.size} such sequence(s))", int(impossible[0]))
