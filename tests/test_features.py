@@ -2,6 +2,7 @@
 
 import copy
 import pickle
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -565,7 +566,8 @@ def test_window_features_is_stateless():
     check_is_fitted(wf)  # needs no fit (the requires_fit tag: test_conformance.py)
     before = dict(wf.__dict__)
     assert wf.fit([["a"]]) is wf
-    assert wf.__dict__ == before
+    # fit only notes the tokens' columns, to warn of others (see below).
+    assert wf.__dict__ == {**before, "token_columns_": 1}
     assert wf.transform([["Ab"]]) == WindowFeatures(window=2, suffixes=(1,)).transform([["Ab"]])
 
 
@@ -683,3 +685,17 @@ def test_window_rows_feed_a_crf():
     crf = CRF(c2=0.01).fit(WindowRows().transform(X), y)
     assert crf.num_attributes_ == 1 + 3 * 3 + 2
     assert crf.predict(WindowRows().transform(X)) == y
+
+
+def test_window_features_warn_when_tokens_have_other_columns_than_in_fit(tmp_path):
+    # (word, tag) tokens in training, raw words in the unlabelled text: other features.
+    features = WindowFeatures().fit([[("The", "DT"), ("dog", "NN")]])
+    raw = tmp_path / "raw.txt"
+    raw.write_text("a cat\nran\n")
+    with pytest.warns(UserWarning, match=r"fitted on tokens of 2 column\(s\) but sequence 0 "
+                      r"has tokens of 1: a model would see other features"):
+        list(features.transform(raw))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        features.transform([[("A", "DT")]])
+        WindowFeatures().transform([["a"], [("b", "X")]])  # not fitted: nothing to compare

@@ -95,6 +95,12 @@ def test_a_crfsuite_model_starts_a_semi_supervised_fit(tmp_path):
                                   model_filename=str(path))
     tagger.fit(X, y)
     start = load(path)
+    # The file holds no c1 and c2: 'auto' has nothing to take, and says so.
+    for priors in ({}, {"c1": 0.0}, {"c2": 0.1}):
+        with pytest.raises(ValueError, match="init has no record of the c1 and c2 it was "
+                           "trained with .* give c1 and c2"):
+            EntropyRegularizedCRF(init=start, gamma=0.5, **priors).fit(
+                X + X_more, y + [None] * len(X_more))
     kept = EntropyRegularizedCRF(init=start, gamma=0.5, c1=0.0, c2=0.1,
                                  early_stopping=False, semi_supervised_iterations=0)
     kept.fit(X + X_more, y + [None] * len(X_more))

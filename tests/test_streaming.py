@@ -1,11 +1,14 @@
 """Unlabelled sequences streamed: generators and text files give the list's model, a block
 at a time."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import sklearn
 from fixed_settings import fixed
+from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.utils.fixes import parse_version
@@ -243,6 +246,12 @@ def test_a_search_gives_every_fit_all_the_unlabeled_sequences(words, tmp_path):
             return super().fit(X, y, X_unlabeled=X_unlabeled, X_dev=X_dev, y_dev=y_dev)
 
     estimator = fixed(Recording(max_iterations=2))
+    # A fit of its own is not split: as many unlabelled sequences as labelled ones by
+    # coincidence is no reason to warn.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="X_unlabeled has as many")
+        clone(estimator).fit(Xf, y[:40], X_unlabeled=Uf)
+    assert seen.pop() == 40
     search = GridSearchCV(estimator, {"gamma": [0.0, 0.1]}, cv=3)
     with pytest.warns(UserWarning, match="as many sequences as X"):
         search.fit(Xf, y[:40], X_unlabeled=Uf)

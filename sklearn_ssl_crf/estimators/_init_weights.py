@@ -21,6 +21,11 @@ def init_priors(init):
     """``{'c1': ..., 'c2': ...}`` that ``init`` was trained with (chosen ones, for a model
     that chose them); checks that ``init`` is a fitted chain CRF."""
     _check_init(init)
+    if init.training_log_ is None:
+        raise ValueError(
+            "init has no record of the c1 and c2 it was trained with (a model read from a "
+            "CRFsuite file), so c1='auto' and c2='auto' cannot take them: give c1 and c2, "
+            "its own (sklearn-crfsuite's tutorial: 0.1 and 0.1) or those to go on with")
     chosen = getattr(init, "best_params_", None) or {}
     return {name: chosen.get(name, getattr(init, name)) for name in ("c1", "c2")}
 

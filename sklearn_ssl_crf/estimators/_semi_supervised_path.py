@@ -460,7 +460,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         shown = len(transitions) > 1
         l1, l2 = self.c1, self.c2
         init = getattr(self, "init", None)
-        if init is not None:
+        if init is not None and (isinstance(l1, str) or isinstance(l2, str)):
             # No supervised fit to compare priors on: 'auto' takes the start's.
             chosen = init_priors(init)
             l1 = chosen["c1"] if isinstance(l1, str) else l1

@@ -6,6 +6,7 @@ neighbours in a window; text files are read lazily.
 import math
 import numbers
 import os
+import warnings
 from itertools import chain
 from operator import itemgetter
 
@@ -60,6 +61,31 @@ class _TextFileFeatures:
 
 
 _DIGITS = frozenset("0123456789")
+
+
+def _first_token_columns(X):
+    """The columns of the first token of X, a list of token lists (1 for a word), or None
+    for anything else (an iterator would be read up by looking; transform says what is
+    wrong with other input)."""
+    if not isinstance(X, (list, tuple)):
+        return None
+    for sequence in X:
+        if isinstance(sequence, (list, tuple)):
+            for token in sequence:
+                if isinstance(token, (tuple, list)):
+                    return len(token)
+                return 1 if isinstance(token, str) else None
+    return None
+
+
+def _warn_other_columns(fitted, sequence, i):
+    token = next(iter(sequence))
+    columns = 1 if isinstance(token, str) else len(token)
+    warnings.warn(
+        f"WindowFeatures was fitted on tokens of {fitted} column(s) but sequence {i} has "
+        f"tokens of {columns}: a model would see other features than it was trained on. "
+        "Give every input the same columns (with raw text beside (word, tag) tokens, train "
+        "on the words alone)", UserWarning, stacklevel=4)
 
 
 def _is_fitted(estimator):
@@ -138,6 +164,9 @@ class WindowFeatures(KeywordOnlyParameters, SequenceTagsMixin, TransformerMixin,
     clusters_ : WordClusters
         Only with ``clusters``: the clusters ``transform`` uses, fitted on ``fit``'s ``X``
         (a clone of ``clusters``), or ``clusters`` itself when it was fitted already.
+    token_columns_ : int or None
+        The number of columns of the first token ``fit`` saw (1: words); None when ``fit``
+        was given no list of token lists (an iterator, a text file) or no token.
 
     See Also
     --------
@@ -146,12 +175,15 @@ class WindowFeatures(KeywordOnlyParameters, SequenceTagsMixin, TransformerMixin,
 
     Notes
     -----
-    Without ``clusters`` the transformer is stateless: ``fit`` only checks the parameters,
-    and ``transform`` needs no ``fit``. In a `~sklearn.pipeline.Pipeline` whose ``X`` holds
-    the unlabelled sentences too (their labels None), the clusters are learned from all of
-    them. All tokens of a sequence must have the same number of columns. False flags are
-    kept in the dicts (as in the sklearn-crfsuite tutorial) so that every token has the same
-    keys; `SequenceVectorizer` and CRFsuite give them no weight.
+    Without ``clusters`` ``transform`` needs no ``fit``, which only checks the parameters
+    and notes the number of columns of the first token (``token_columns_``): ``transform``
+    warns of tokens with another number, whose features a model trained on the first kind
+    would not know (raw words beside ``(word, tag)`` tokens). In a
+    `~sklearn.pipeline.Pipeline` whose ``X`` holds the unlabelled sentences too (their
+    labels None), the clusters are learned from all of them. All tokens of a sequence must
+    have the same number of columns. False flags are kept in the dicts (as in the
+    sklearn-crfsuite tutorial) so that every token has the same keys; `SequenceVectorizer`
+    stores them as the value 0, as python-crfsuite does.
 
     Examples
     --------
@@ -209,8 +241,9 @@ class WindowFeatures(KeywordOnlyParameters, SequenceTagsMixin, TransformerMixin,
             The fitted transformer.
         """
         self._check_params()
+        self.token_columns_ = _first_token_columns(X)
         if self.clusters is None:
-            return self  # stateless
+            return self
         if _is_fitted(self.clusters) and not self.refit_clusters:
             self.clusters_ = self.clusters
         else:
@@ -278,8 +311,14 @@ class WindowFeatures(KeywordOnlyParameters, SequenceTagsMixin, TransformerMixin,
             clusters, self.word_vectors
         )
         bos_eos = self.bos_eos
+        # Tokens of another number of columns than fit saw make other features (the CLI
+        # refuses them): said once, at the first such sequence.
+        fitted_values = None if getattr(self, "token_columns_", None) is None else (
+            len(token_values.word_names)
+            + (self.token_columns_ - 1) * len(token_values.column_names))
 
         def sequences():
+            nonlocal fitted_values
             for i, sequence in enumerate(X):
                 if type(sequence) is not list:
                     _check_sequence(sequence, i)
@@ -292,6 +331,9 @@ class WindowFeatures(KeywordOnlyParameters, SequenceTagsMixin, TransformerMixin,
                 # Every token has m values, so the values of tokens j - left .. j + right are
                 # one slice of their concatenation, named by keys[left][right].
                 m = len(values[0])
+                if fitted_values is not None and m != fitted_values:
+                    _warn_other_columns(self.token_columns_, sequence, i)
+                    fitted_values = None
                 keys = keys_by_length[m]
                 flat = list(chain.from_iterable(values))
                 last = len(values) - 1

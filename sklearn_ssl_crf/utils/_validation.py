@@ -1,6 +1,7 @@
 """Checks and conversions of user input shared by all estimators."""
 
 import os
+import sys
 import warnings
 import weakref
 from itertools import chain
@@ -59,8 +60,9 @@ def unlabeled_input(X_unlabeled, X):
 
     - A one-shot iterator (a generator) that an earlier fit read is empty now: a
       ``ValueError`` says so (several fits, as a search makes, need a list or a path).
-    - A list or `SequenceMatrix` with as many sequences as X: scikit-learn's model
-      selection splits such a fit parameter like X; a warning says how to keep it whole.
+    - A list or `SequenceMatrix` with as many sequences as X, in a fit that scikit-learn's
+      model selection makes: it splits such a fit parameter like X; a warning says how to
+      keep it whole (a fit outside a search is not split, and is not warned about).
     """
     if isinstance(X_unlabeled, UnlabeledSequences):
         return X_unlabeled.sequences
@@ -77,13 +79,25 @@ def unlabeled_input(X_unlabeled, X):
         except TypeError:  # no weak references to this kind of iterator
             pass
     elif (hasattr(X_unlabeled, "__len__") and hasattr(X, "__len__")
-          and len(X_unlabeled) == len(X)):
+          and len(X_unlabeled) == len(X) and _called_by_model_selection()):
         warnings.warn(
             f"X_unlabeled has as many sequences as X ({len(X)}): GridSearchCV and "
             "cross_validate split such a fit parameter like X, so each fit would see only "
             "a fold's share of it; pass X_unlabeled=UnlabeledSequences(X_unlabeled) to keep "
             "it whole", UserWarning, stacklevel=4)
     return X_unlabeled
+
+
+def _called_by_model_selection():
+    """Whether a function of ``sklearn.model_selection`` (a search, cross-validation: what
+    splits fit parameters like X) is among the callers, in this process or, through
+    joblib, in the worker that runs the fit."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("sklearn.model_selection."):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def concatenate_inputs(X, y, X_unlabeled):
