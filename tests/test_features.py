@@ -699,3 +699,20 @@ def test_window_features_warn_when_tokens_have_other_columns_than_in_fit(tmp_pat
         warnings.simplefilter("error")
         features.transform([[("A", "DT")]])
         WindowFeatures().transform([["a"], [("b", "X")]])  # not fitted: nothing to compare
+
+
+def test_scoring_and_streamed_rows_store_no_zeros_and_keep_the_vocabulary():
+    X = [[{"a": False, "b": True, "n": 0.0}], [{"a": True}]]
+    vec = SequenceVectorizer().fit(X)
+    stored, scored = vec.transform(X), vec._transform(X, stored_zeros=False)
+    assert stored.matrix.nnz == 4 and scored.matrix.nnz == 2
+    np.testing.assert_array_equal(scored.matrix.toarray(), stored.matrix.toarray())
+    # Streamed (unlabelled) blocks: the vocabulary of fit_transform, no stored zeros.
+    stream = [[{"z": False, "b": True}], [{"y": 0.0}]]
+    whole = SequenceVectorizer().fit_transform(X + stream)
+    first, blocks = SequenceVectorizer().fit_transform_stream(X, iter(stream), block_size=1)
+    assert list(first.feature_names) == list(whole.feature_names)
+    assert [block.matrix.nnz for block in blocks] == [1, 0]
+    np.testing.assert_array_equal(
+        sp.vstack([first.matrix] + [block.matrix for block in blocks]).toarray(),
+        whole.matrix.toarray())

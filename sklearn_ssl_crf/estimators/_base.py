@@ -282,7 +282,8 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
             raise TypeError(
                 "this model was fitted on feature matrices; pass feature matrices, not dicts"
             )
-        return self.vectorizer_.transform(X)
+        # Scores need no stored zeros (False values): only training pairs them with labels.
+        return self.vectorizer_._transform(X, stored_zeros=False)
 
     def _constrained(self, layout, unary, transition):
         """The potentials with what ``constraints_`` forbids at -inf (``unary``, packed

@@ -16,8 +16,6 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils import Bunch
 
-from ..utils import SequenceMatrix
-
 __all__ = ["ContributionsMixin", "attribute_contributions", "transition_parts"]
 
 
@@ -184,11 +182,6 @@ class ContributionsMixin:
         """
         top = _check_top(top, as_arrays)
         sequences = self._transform(X)
-        if not sequences.matrix.data.all():
-            # Stored zeros (False values) contribute nothing: not listed.
-            matrix = sequences.matrix.copy()
-            matrix.eliminate_zeros()
-            sequences = SequenceMatrix(matrix, sequences.offsets)
         if y is None:
             codes = self._predicted_codes(sequences, known_labels)
         elif known_labels is not None:

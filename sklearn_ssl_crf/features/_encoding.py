@@ -20,12 +20,15 @@ from ..utils import MAX_FEATURE_VALUE, feature_value_error
 _NAME_COLLECTIONS = (list, tuple, set, frozenset)
 
 
-def _encode(X, cache, first=0, name="X"):
+def _encode(X, cache, first=0, name="X", stored_zeros=True):
     """Featurise ``X`` into a CSR matrix and the sequence offsets.
 
     Columns come from ``cache`` (a `ColumnCache`); the matrix has as many columns as its
     vocabulary once all of ``X`` is read. Error messages number the sequences from ``first``
-    and, unless ``name`` is X, name their source.
+    and, unless ``name`` is X, name their source. ``stored_zeros`` False stores no entry of
+    value 0 (False values; the vocabulary is the same), which only training's pairing of
+    attributes with labels needs: a third fewer entries on the sklearn-crfsuite tutorial's
+    features.
     """
     _check_corpus(X)
     # Column of every stored attribute, token by token; -1 marks entries to drop, and
@@ -73,11 +76,14 @@ def _encode(X, cache, first=0, name="X"):
                                 except KeyError:
                                     add(key_column(key))
                             else:
-                                # python-crfsuite's False: the attribute with value 0.
+                                # python-crfsuite's False: the attribute with value 0 (in
+                                # the vocabulary even where the entry is not stored).
                                 try:
-                                    add(zero_columns[key])
+                                    column = zero_columns[key]
                                 except KeyError:
-                                    add(zero_column(key))
+                                    column = zero_column(key)
+                                if stored_zeros:
+                                    add(column)
                         elif kind is float:
                             if value != 1.0:
                                 if not -MAX_FEATURE_VALUE <= value <= MAX_FEATURE_VALUE:
@@ -106,6 +112,8 @@ def _encode(X, cache, first=0, name="X"):
             raise kind(f"{source}sequence {i}, token {t}: {exc}") from exc
         end_sequence(len(indptr) - 1)
     matrix = _assemble(indices, indptr, positions, weights, len(cache.vocabulary))
+    if not stored_zeros:
+        matrix.eliminate_zeros()  # numbers 0, and False values of nested dicts
     return matrix, np.frombuffer(offsets, dtype=np.int64)
 
 

@@ -179,11 +179,10 @@ class SequenceVectorizer(KeywordOnlyParameters, SequenceTagsMixin, TransformerMi
             if not block:
                 break
             matrix, offsets = _encode(block, cache, first=block_size * (len(parts) - 1),
-                                      name="the stream")
+                                      name="the stream", stored_zeros=False)
             del block  # before the next is read: one block of dicts at a time
             # As the packed chunks will hold them (`PackedSequences`): until then the whole
             # stream is held in blocks, so they take no more memory than the chunks.
-            matrix.eliminate_zeros()
             if np.array_equal(matrix.data.astype(np.float32), matrix.data):
                 matrix.data = matrix.data.astype(np.float32)
             parts.append((matrix, offsets))
@@ -257,12 +256,17 @@ class SequenceVectorizer(KeywordOnlyParameters, SequenceTagsMixin, TransformerMi
             One row per token, one column per attribute of ``vocabulary_``. Attributes not in
             the vocabulary are dropped.
         """
+        return self._transform(X, stored_zeros=True)
+
+    def _transform(self, X, stored_zeros):
+        """`transform`; ``stored_zeros`` False stores no entry of value 0 (False values),
+        which scoring sequences (prediction, dev sets) does not need."""
         check_is_fitted(self, "vocabulary_")
         cache = getattr(self, "_column_cache", None)
         if cache is None or cache.vocabulary is not self.vocabulary_:
             # vocabulary_ was set by hand rather than by fit.
             cache = ColumnCache(self.vocabulary_)
-        matrix, offsets = _encode(X, cache)
+        matrix, offsets = _encode(X, cache, stored_zeros=stored_zeros)
         return SequenceMatrix(matrix, offsets, feature_names=self.get_feature_names_out())
 
     def get_feature_names_out(self, input_features=None):
