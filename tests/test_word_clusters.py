@@ -306,7 +306,7 @@ def test_clusters_lift_a_crf_on_bc2gm(shared_data):
 
 
 def test_window_features_add_the_scaled_vector_of_the_word_only(fitted):
-    features = WindowFeatures(window=1, clusters=fitted, word_vectors=3.0).fit([["a"]])
+    features = WindowFeatures(window=1, clusters=fitted, word_vectors=3.0).fit([[("a", "NN")]])
     noun, unknown = features.transform([[("noun1", "NN"), ["axolotl", "NN"]]])[0]
     vector = fitted.vectors_[fitted.vocabulary_["noun1"]]
     np.testing.assert_allclose([noun[f"vector{k}"] for k in range(len(vector))], 3 * vector,
