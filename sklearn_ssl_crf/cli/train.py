@@ -71,7 +71,8 @@ def add_parser(subparsers):
                       help="columns of a column file that make a token (default: all but "
                       "the label; 0 for the words only, e.g. to match raw unlabelled text)")
     data.add_argument("--unlabelled", "--unlabeled", nargs="+", default=[], metavar="FILE",
-                      help="unlabelled sentences (used by every method but crf)")
+                      help="unlabelled sentences (every method but crf, which reads them "
+                      "only to learn --clusters)")
     data.add_argument("--unlabelled-format", choices=FORMATS,
                       help="format of the unlabelled files (default text: one sentence a "
                       "line, whitespace-tokenised)")
