@@ -112,9 +112,13 @@ def fixed_setting_seconds(model, *args, **kwargs):
 
 def semi_supervised_row(model, seconds, fixed_seconds, error):
     chosen, at_cap = fixed_seconds
+    # The per-fold scores of every candidate, so that a selection rule can be judged on
+    # a run without refitting it.
+    cv_results = {name: values if name == "params" else np.asarray(values).tolist()
+                  for name, values in (model.cv_results_ or {}).items()}
     return {"error": error, "seconds": seconds, "fixed_seconds": chosen,
             "cap_seconds": at_cap, "best_params": model.best_params_,
-            "best_iteration": model.best_iteration_}
+            "best_iteration": model.best_iteration_, "cv_results": cv_results}
 
 
 # -- part-of-speech ---------------------------------------------------------------------
