@@ -289,12 +289,11 @@ def _check_options(args):
         problems.append("--checkpoint-every does nothing without --checkpoint")
     if problems:
         raise ValueError("; ".join(problems))
-    for name, (default, _) in METHOD_OPTIONS.items():
+    defaults = {name: default for name, (default, _) in METHOD_OPTIONS.items()}
+    for name, default in {**defaults, "cv": 5, "random_state": 0,
+                          "checkpoint_every": 10}.items():
         if getattr(args, name) is None:
             setattr(args, name, default)
-    args.cv = 5 if args.cv is None else args.cv
-    args.random_state = 0 if args.random_state is None else args.random_state
-    args.checkpoint_every = 10 if args.checkpoint_every is None else args.checkpoint_every
 
 
 def _methods(methods):

@@ -73,7 +73,7 @@ class PackedSequences:
                  n_groups=None, order=1, weights=None, label_costs=None):
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.layout = ChainLayout(self.lengths)
-        self.matrix = sp.csr_matrix(matrix[self.layout.order])
+        self.matrix = matrix[self.layout.order]
         self.state_pairs = None
         if labels is not None:
             self.state_pairs = _state_pairs(self.matrix, np.asarray(labels)[self.layout.order],
