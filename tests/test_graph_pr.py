@@ -364,6 +364,21 @@ def test_dev_set_keeps_the_best_iteration(synthetic):
     assert model.score(X[30:80], y[30:80]) == pytest.approx(max(scores))
 
 
+def test_lam_auto_chooses_among_1_and_3_on_a_given_graph_and_takes_1_on_the_trigram_graph(
+        synthetic):
+    X, _, y_partial, graph = synthetic
+    settings = dict(c1=0.0, c2=1.0, cv=2, em_iterations=2, mstep_iterations=10,
+                    word_key="word", random_state=0)
+    for graph_, candidates in ((graph, [1.0, 3.0]), ("trigram", [1.0])):
+        auto = GraphPRCRF(graph=graph_, **settings).fit(X, y_partial)
+        given = GraphPRCRF(graph=graph_, lam=candidates, **settings).fit(X, y_partial)
+        assert sorted({params["lam"] for params in auto.cv_results_["params"]
+                       if "lam" in params}) == candidates
+        assert auto.cv_results_["params"] == given.cv_results_["params"]
+        assert auto.best_params_ == given.best_params_
+        np.testing.assert_array_equal(auto.state_weights_, given.state_weights_)
+
+
 def test_clone_pickle_and_grid_search_with_none_labels(synthetic):
     X, y, y_partial, graph = synthetic
     model = fixed(GraphPRCRF(graph="knn", n_neighbors=5, em_iterations=2))
