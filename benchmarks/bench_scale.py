@@ -44,6 +44,12 @@ iteration (``fit(X_dev=..., y_dev=...)`` at fixed settings scores, keeping the l
 and the report gives the dev span F1 along the phase: how many iterations the unlabelled
 text needs.
 
+``--default-fit SIZE`` runs `EntropyRegularizedCRF` with its defaults (selection by 5
+folds, ``random_state=0``) on SIZE sentences and then a fit at the settings it chose with
+``early_stopping=False``, alternated ``--repeat`` times, and reports the seconds of each,
+their ratio and the main process's peak memory during each (issue #43: what selection adds
+to a fit over a large pool).
+
 Results are merged into ``--json`` (key: kind/size/mode); ``--report`` prints the tables
 of that file without running anything. A run stops a child whose machine-wide memory use
 passes ``--memory-limit-gb``.
@@ -52,7 +58,8 @@ Usage::
 
     python benchmarks/bench_scale.py [--sizes 10000 100000 1000000] \\
         [--modes single n_jobs2 dask] [--repeat 5] [--json /tmp/bench_scale.json] \\
-        [--full-fit SIZE [--full-fit-mode single] [--max-iterations N] [--dev]] [--report]
+        [--full-fit SIZE [--full-fit-mode single] [--max-iterations N] [--dev]] \\
+        [--default-fit SIZE [--full-fit-mode single] [--repeat 2]] [--report]
 
 How to read: "s/evaluation" should grow linearly with the tokens (log-log slope near 1)
 and "us/token" stay flat; memory should be the packed data plus a constant (the derived
@@ -462,8 +469,45 @@ def measure_full_fit(job):
     }
 
 
+def measure_default_fit(job):
+    """`EntropyRegularizedCRF` with its defaults (selection by 5 folds), then at the
+    settings it chose with ``early_stopping=False`` (the fit of a user who fixes them),
+    alternated ``repeat`` times; each fit's wall seconds and the main process's sampled
+    peak RSS during it."""
+    from sklearn.base import clone
+
+    from sklearn_ssl_crf import EntropyRegularizedCRF, WindowFeatures
+
+    X_labelled, y_labelled = labelled_sentences(job["data_dir"])
+    features = WindowFeatures().fit(X_labelled)
+    X = features.transform(X_labelled)
+    mode = job["mode"]
+    fits, chosen = [], None  # the default fit runs first and sets what the fixed fit takes
+    with parallel_mode(mode) as client:
+        find_workers = worker_pid_finder(mode, client)
+        default = EntropyRegularizedCRF(n_jobs=N_JOBS[mode], random_state=0)
+        for _ in range(job["repeat"]):
+            for name in ("default", "fixed"):
+                model = clone(default)
+                if name == "fixed":
+                    model.set_params(early_stopping=False, **chosen)
+                with PeakSampler(lambda: [os.getpid(), *find_workers()],
+                                 interval=1.0) as sampler:
+                    started = time.perf_counter()
+                    model.fit(X, y_labelled, X_unlabeled=unlabelled_stream(
+                        job["corpus"], job["size"], features))
+                    wall_s = time.perf_counter() - started
+                if name == "default":
+                    chosen, iteration = model.best_params_, model.best_iteration_
+                fits.append({"fit": name, "wall_s": wall_s, "n_iter": model.n_iter_,
+                             "peak_rss_mb": max(sampler.peaks_mb.values())})
+    return {"sentences": job["size"], "best_params": chosen, "best_iteration": iteration,
+            "fits": fits, "main_peak_rss_mb": peak_rss_mb()}
+
+
 def child(job):
-    measure = measure_full_fit if job["kind"] == "fit" else measure_scale
+    measure = {"fit": measure_full_fit, "default": measure_default_fit}.get(
+        job["kind"], measure_scale)
     result = {"kind": job["kind"], "size": job["size"], "mode": job["mode"],
               "repeat": job.get("repeat"), **measure(job),
               "date": time.strftime("%Y-%m-%d %H:%M"), "host": platform.node(),
@@ -669,6 +713,7 @@ def report(results):
 
     scale = sorted((r for r in results.values() if r["kind"] == "scale"), key=key)
     fits = sorted((r for r in results.values() if r["kind"] == "fit"), key=key)
+    defaults = sorted((r for r in results.values() if r["kind"] == "default"), key=key)
     lines = []
     if scale:
         done = [r for r in scale if "error" not in r]
@@ -690,7 +735,31 @@ def report(results):
             lines += ["Dev span F1 (BC2GM devel) along the semi-supervised phase (iteration 0:"
                       " its start, the supervised model):", ""]
             lines += dev_table(scored) + [""]
+    if defaults:
+        lines += ["Default fits (selection) against fixed-setting fits at their choice:", ""]
+        lines += default_table(defaults) + [""]
     print("\n".join(lines))
+
+
+def default_table(rows):
+    lines = ["| sentences | mode | chosen | default fit s | fixed fit s | ratio (median) | "
+             "peak RSS MB (default / fixed) |", "|---:|---|---|---|---|---:|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['size']:,} | {r['mode']} | {r['error']} |||||")
+            continue
+        seconds = {name: [f["wall_s"] for f in r["fits"] if f["fit"] == name]
+                   for name in ("default", "fixed")}
+        ratios = sorted(d / f for d, f in zip(seconds["default"], seconds["fixed"]))
+        peaks = {name: max(f["peak_rss_mb"] for f in r["fits"] if f["fit"] == name)
+                 for name in ("default", "fixed")}
+        lines.append(
+            f"| {r['sentences']:,} | {r['mode']} | {r['best_params']}, iteration "
+            f"{r['best_iteration']} | " + " / ".join(f"{s:,.0f}" for s in seconds["default"])
+            + " | " + " / ".join(f"{s:,.0f}" for s in seconds["fixed"])
+            + f" | {ratios[len(ratios) // 2]:.2f} | {peaks['default']:,.0f} / "
+            f"{peaks['fixed']:,.0f} |")
+    return lines
 
 
 def main():
@@ -706,6 +775,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=2, help="evaluations before them")
     parser.add_argument("--full-fit", type=int, metavar="SIZE",
                         help="instead of the evaluations, one complete fit on SIZE sentences")
+    parser.add_argument("--default-fit", type=int, metavar="SIZE",
+                        help="instead, the default fit (selection) on SIZE sentences and a "
+                             "fixed-setting fit at its choice, --repeat times alternated")
     parser.add_argument("--full-fit-mode", choices=MODES, default="single")
     parser.add_argument("--max-iterations", type=int, default=None,
                         help="max_iterations of the full fit (default: the estimator's, None)")
@@ -727,10 +799,14 @@ def main():
     if args.report:
         report(load_results(args.json))
         return
-    sizes = [args.full_fit] if args.full_fit else args.sizes
+    one_fit = args.full_fit or args.default_fit
+    sizes = [one_fit] if one_fit else args.sizes
     corpus = corpus_file(args.data_dir, args.corpus_dir, max(sizes))
     common = {"data_dir": args.data_dir, "corpus": str(corpus)}
-    if args.full_fit:
+    if args.default_fit:
+        jobs = [{"kind": "default", "size": args.default_fit, "mode": args.full_fit_mode,
+                 "repeat": args.repeat, **common}]
+    elif args.full_fit:
         jobs = [{"kind": "fit", "size": args.full_fit, "mode": args.full_fit_mode,
                  "max_iterations": args.max_iterations, "dev": args.dev, **common}]
     else:

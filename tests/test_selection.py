@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
@@ -17,12 +18,15 @@ from sklearn_ssl_crf import (
     GraphPRCRF,
     NaturalGradientCRF,
     SelfTrainingCRF,
+    SequenceVectorizer,
     SimilarityGraph,
 )
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.estimators._semi_supervised_path import CV_DELTA, SemiSupervisedPath
 from sklearn_ssl_crf.metrics import SCORERS, flat_accuracy_score, span_f1_score
+from sklearn_ssl_crf.training import unlabeled_sample
 from sklearn_ssl_crf.training._selection import spread_folds
+from sklearn_ssl_crf.utils import fit_random_state
 
 
 def without_spans(y):
@@ -417,8 +421,12 @@ def test_folds_spread_the_copies_of_a_repeated_label_sequence():
     lambda: GraphPRCRF(graph="knn", n_neighbors=5, c1=0.0, c2=[0.01, 1.0], em_iterations=2,
                        mstep_iterations=5, max_iterations=10, cv=3),
     lambda: NaturalGradientCRF(c2=0.1, gamma=0.1, max_iterations=3),
+    lambda: EntropyRegularizedCRF(c1=0.0, c2=[0.01, 1.0], gamma=0.5, proportion_weight=0.0,
+                                  max_iterations=10, cv=3, selection_unlabeled=25),
+    lambda: SelfTrainingCRF(c1=0.0, c2=[0.01, 1.0], max_rounds=2, max_iterations=10, cv=3,
+                            selection_unlabeled=25),
 ], ids=["CRFCV", "EntropyRegularizedCRF", "SelfTrainingCRF", "GraphPRCRF",
-        "NaturalGradientCRF"])
+        "NaturalGradientCRF", "EntropyRegularizedCRF-sample", "SelfTrainingCRF-sample"])
 def test_default_fits_are_the_same_model_for_any_n_jobs_and_either_convention(synthetic,
                                                                               make):
     """random_state=None (the default): the unlabeled sequences inside X (label None) or in
@@ -478,3 +486,83 @@ def test_the_supervised_start_has_one_score(synthetic, dev):
     assert len(rows) == 1
     assert model.validation_scores_[0] == pytest.approx(results["mean_test_score"][rows[0]],
                                                         rel=1e-14)
+
+
+# -- selection on a sample of the unlabeled pool (issues #42 and #43) ----------------------
+
+def test_an_unlabeled_sample_is_drawn_over_the_parts_in_order():
+    X, _ = make_sequences(60, features="dict", random_state=1)
+    pool = SequenceVectorizer().fit_transform(X)
+    whole, scale = unlabeled_sample([pool], 25, random_state=3)
+    split, split_scale = unlabeled_sample([pool[:7], pool[7:40], pool[40:]], 25,
+                                          random_state=3)
+    chosen = np.sort(fit_random_state(3).choice(60, 25, replace=False))
+    expected = pool[chosen]
+    for sample in (whole, split):
+        rows = sp.vstack([part.matrix for part in sample])
+        assert (rows != expected.matrix).nnz == 0
+        np.testing.assert_array_equal(np.concatenate([part.lengths for part in sample]),
+                                      expected.lengths)
+    assert scale == split_scale == pool.n_tokens / expected.n_tokens
+    assert unlabeled_sample([pool], 60, random_state=3) is None
+    assert unlabeled_sample([pool], None, random_state=3) is None
+
+
+def test_a_sample_as_large_as_the_pool_changes_nothing(synthetic):
+    X, y = synthetic
+    settings = dict(c1=0.0, c2=[0.01, 1.0], max_iterations=10, cv=3, random_state=0)
+    for make in (lambda size: EntropyRegularizedCRF(selection_unlabeled=size,
+                                                    semi_supervised_iterations=5, **settings),
+                 lambda size: SelfTrainingCRF(selection_unlabeled=size, max_rounds=2,
+                                              **settings)):
+        models = [make(size).fit(X[:30], y[:30], X_unlabeled=X[30:90]) for size in (None, 60)]
+        np.testing.assert_array_equal(models[0].state_weights_, models[1].state_weights_)
+        for key, values in models[0].cv_results_.items():
+            if key.startswith("split"):
+                np.testing.assert_array_equal(models[1].cv_results_[key], values)
+
+
+def test_the_folds_train_on_a_weighted_sample_and_the_refit_on_the_pool(synthetic):
+    """The folds' entropy runs on a sample are those on the sample alone with the strengths
+    scaled by the pool's tokens over the sample's; the refit is the fixed-setting fit on
+    the whole pool."""
+    X, y = synthetic
+    matrix = SequenceVectorizer().fit_transform(X)
+    labelled, pool = matrix[:30], matrix[30:230]
+    settings = dict(c1=0.0, c2=1.0, max_iterations=15, semi_supervised_iterations=8,
+                    n_iter_no_change=None, tol=0.0, cv=3, random_state=4,
+                    scoring=gold_probability)
+    sampled = EntropyRegularizedCRF(selection_unlabeled=50, gamma=0.5,
+                                    proportion_weight=0.2, **settings)
+    sampled.fit(labelled, y[:30], X_unlabeled=pool)
+    (part,), scale = unlabeled_sample([pool], 50, random_state=4)
+    on_sample = EntropyRegularizedCRF(selection_unlabeled=None, gamma=0.5 * scale,
+                                      proportion_weight=0.2 * scale, **settings)
+    on_sample.fit(labelled, y[:30], X_unlabeled=part)
+    for key, values in on_sample.cv_results_.items():
+        if key.startswith("split"):
+            np.testing.assert_array_equal(sampled.cv_results_[key], values)
+    refit = EntropyRegularizedCRF(**dict(settings, **sampled.best_params_,
+                                         early_stopping=False)).fit(
+        labelled, y[:30], X_unlabeled=pool)
+    assert sampled.best_iteration_ > 0
+    np.testing.assert_array_equal(sampled.state_weights_, refit.state_weights_)
+
+
+def test_self_training_folds_weigh_the_sample_as_the_pool():
+    """A pool of one sentence repeated: the folds' rounds on a sample of its copies, each
+    weighted by the pool's size over the sample's, score as on the whole pool."""
+    X, y = make_sequences(40, features="dict", random_state=2)
+    pool = [X[35]] * 120
+    settings = dict(c1=0.0, c2=[0.1, 1.0], max_rounds=2, cv=3, random_state=0,
+                    scoring=gold_probability)
+    whole = SelfTrainingCRF(selection_unlabeled=None, **settings).fit(X[:30], y[:30],
+                                                                      X_unlabeled=pool)
+    sampled = SelfTrainingCRF(selection_unlabeled=20, **settings).fit(X[:30], y[:30],
+                                                                      X_unlabeled=pool)
+    unweighted = SelfTrainingCRF(selection_unlabeled=None, **settings).fit(
+        X[:30], y[:30], X_unlabeled=pool[:20])
+    assert sampled.best_params_ == whole.best_params_
+    curves = [model.cv_results_["mean_test_score"] for model in (whole, sampled, unweighted)]
+    np.testing.assert_allclose(curves[1], curves[0], rtol=1e-9)
+    assert not np.allclose(curves[2], curves[0], rtol=1e-9)  # the weights matter here

@@ -12,8 +12,10 @@ target label distribution. Training fits the supervised CRF first, then ascends 
 objective from that optimum. They differ only in how the entropy gradient is computed.
 """
 
+from numbers import Integral
+
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..objective import entropy_regularised_objective, target_proportions
 from ..training import LoggingCallback, Phase
@@ -92,6 +94,14 @@ class EntropyRegularizedCRF(SemiSupervisedPath):
         Shuffles the folds of ``cv`` (an int). None is a fixed seed: every fit with the
         same data and parameters gives the same model, whatever NumPy's global generator
         holds and for any ``n_jobs``.
+    selection_unlabeled : int or None, default=10000
+        The cross-validation folds' semi-supervised runs train on a random sample of at
+        most this many of the unlabelled sequences (drawn with ``random_state``), whose
+        unlabelled terms are weighted by the pool's tokens over the sample's, so that
+        ``gamma`` means what it means on the whole pool; the refit trains on all of them.
+        It bounds what selection costs on a large pool: ``cv`` runs on the sample and one
+        run on the pool. None: every fold trains on all of them. A dev set's run, which is
+        the model, sees all of them.
     semi_supervised_iterations : int or None, default=100
         Maximum L-BFGS iterations of the semi-supervised phase (None: to convergence).
     algorithm : {'lbfgs'}, default='lbfgs'
@@ -216,6 +226,7 @@ vectorizer_
         "label_proportions": [dict, None],
         "entropy_gradient": [StrOptions({"lattice", "covariance"})],
         "init": "no_validation",
+        "selection_unlabeled": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(
@@ -233,6 +244,7 @@ vectorizer_
         n_iter_no_change=15,
         tol=0.01,
         random_state=None,
+        selection_unlabeled=10_000,
         semi_supervised_iterations=100,
         algorithm="lbfgs",
         order=1,
@@ -277,6 +289,7 @@ vectorizer_
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.random_state = random_state
+        self.selection_unlabeled = selection_unlabeled
         self.semi_supervised_iterations = semi_supervised_iterations
 
     @unfitted_on_failure
@@ -321,10 +334,15 @@ vectorizer_
                 "the same gradient at any order")
         return super()._prepare(X, y, X_unlabeled, sample_weight)
 
+    def _selection_sample_size(self):
+        return self.selection_unlabeled
+
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                iterates):
         unlabeled = fold.unlabeled
-        gamma, weight = strength["gamma"], strength["proportion_weight"]
+        # A fold's sample stands for the pool: its terms weigh what the pool's would.
+        scale = 1.0 if fold.sample is None else fold.sample.scale
+        gamma, weight = scale * strength["gamma"], scale * strength["proportion_weight"]
         start, _ = iterates.record(0, theta)
         if not unlabeled.chunks or (gamma == 0 and weight == 0) or max_iterations == 0:
             return Phase(theta, [dict(start, num=0, phase="semi-supervised")], 0)
@@ -387,6 +405,8 @@ class SemiSupervisedCRF(EntropyRegularizedCRF):
     tol : float, default=0.01
         As in `EntropyRegularizedCRF`.
     random_state : int, RandomState instance or None, default=None
+        As in `EntropyRegularizedCRF`.
+    selection_unlabeled : int or None, default=10000
         As in `EntropyRegularizedCRF`.
     semi_supervised_iterations : int or None, default=100
         As in `EntropyRegularizedCRF`.
@@ -473,6 +493,7 @@ transition_features_, size_, termination_condition_, vectorizer_
         n_iter_no_change=15,
         tol=0.01,
         random_state=None,
+        selection_unlabeled=10_000,
         semi_supervised_iterations=100,
         algorithm="lbfgs",
         order=1,
@@ -500,6 +521,7 @@ transition_features_, size_, termination_condition_, vectorizer_
             label_proportions=label_proportions, entropy_gradient=entropy_gradient,
             c1=c1, c2=c2, cv=cv, scoring=scoring, early_stopping=early_stopping,
             n_iter_no_change=n_iter_no_change, tol=tol, random_state=random_state,
+            selection_unlabeled=selection_unlabeled,
             semi_supervised_iterations=semi_supervised_iterations,
             algorithm=algorithm, order=order, c2_transitions=c2_transitions,
             max_iterations=max_iterations,

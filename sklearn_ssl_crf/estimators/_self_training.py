@@ -49,6 +49,12 @@ class SelfTrainingCRF(SemiSupervisedPath):
         to the round of that best score.
     random_state : int, RandomState instance or None, default=None
         As in `EntropyRegularizedCRF`.
+    selection_unlabeled : int or None, default=10000
+        The cross-validation folds' rounds pseudo-label and train on a random sample of at
+        most this many of the unlabelled sequences (drawn with ``random_state``), each
+        weighted by the pool's tokens over the sample's, so that the pseudo-labelled text
+        weighs what the pool's would against the labelled; the refit uses all of them.
+        None: every fold uses all of them.
     algorithm : {'lbfgs'}, default='lbfgs'
         As in `CRF`. This and the settings below apply to every round.
     order : {1, 2}, default=1
@@ -139,6 +145,7 @@ vectorizer_
         **SemiSupervisedPath._parameter_constraints,
         "max_rounds": [Interval(Integral, 0, None, closed="left")],
         "init": "no_validation",
+        "selection_unlabeled": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(
@@ -153,6 +160,7 @@ vectorizer_
         n_iter_no_change=2,
         tol=0.01,
         random_state=None,
+        selection_unlabeled=10_000,
         algorithm="lbfgs",
         order=1,
         c2_transitions="auto",
@@ -193,6 +201,7 @@ vectorizer_
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.random_state = random_state
+        self.selection_unlabeled = selection_unlabeled
 
     @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
@@ -236,14 +245,20 @@ vectorizer_
         problem = _SelfTrainingProblem(**vars(self._labelled_problem(
             sequences, labelled, codes, y, sample_weight)), parts=parts)
         del sequences, streamed
+        problem.sample = self._selection_sample(parts)
         # Chunked once, so that a cluster's workers receive them once per fit. (Chunking
         # empties the list of parts it is given, hence the copy.)
         problem.unlabeled = self._chunked(list(parts))
         return problem
 
+    def _selection_sample_size(self):
+        return self.selection_unlabeled
+
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                iterates):
-        unlabeled, parts = fold.unlabeled, problem.parts
+        unlabeled = fold.unlabeled
+        parts, scale = ((problem.parts, 1.0) if fold.sample is None
+                        else (fold.sample.parts, fold.sample.scale))
         log, rounds, pseudo = [], [], None
         round_, n_iter = 0, 0
         reason, message = "max_iter", f"stopped at its cap of {max_iterations} rounds"
@@ -261,9 +276,11 @@ vectorizer_
                 break
             pseudo, round_ = labels, round_ + 1
             weights = fold.weights
-            if weights is not None:
-                # Pseudo-labelled sequences weigh 1.
-                weights = np.concatenate([weights, np.ones(sum(map(len, parts)))])
+            if weights is not None or scale != 1.0:
+                # Pseudo-labelled sequences weigh 1, or what a fold's sample stands for.
+                weights = np.concatenate([
+                    np.ones(len(fold.sequences)) if weights is None else weights,
+                    np.full(sum(map(len, parts)), scale)])
             data = self._chunked([fold.sequences, *parts],
                                  np.concatenate([fold.codes, pseudo]),
                                  weights=weights)

@@ -22,6 +22,11 @@ beats the supervised start by ``tol``; ties go to fewer iterations. With folds, 
 is then refitted on all labelled sequences with the chosen settings, running the chosen
 number of iterations; with a dev set, the chosen iterate itself is kept.
 
+An estimator may have the folds' semi-supervised runs train on a random sample of the
+unlabelled sequences (`_selection_sample_size`), its unlabelled terms weighted by the
+pool's tokens over the sample's so that a strength means what it means on the pool: then
+selection costs ``cv`` runs on the sample and the refit one run on the pool, however large.
+
 Every fold's held-out sequences are scored by the estimator's own predictions: its weights,
 or what it labels them with during the fit when they are unlabelled there (graph-PR's q).
 With ``n_jobs`` > 1 the folds' fits of each step run in worker processes
@@ -50,12 +55,14 @@ from ..training import (
     InitStart,
     Iterates,
     Problem,
+    UnlabeledSample,
     cv_results,
     describe_settings,
     first_best,
     held_out_splits,
     padded_scores,
     setting_candidates,
+    unlabeled_sample,
 )
 from ..utils import SequenceMatrix
 from ._base import unlabeled_sequences
@@ -107,8 +114,8 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
 
     Subclasses list their strength parameters and the candidates of ``'auto'`` in
     ``_strengths``, and implement the hooks declared below: `_semi_supervised_phase` and
-    `_max_phase_iterations` always; `_prepare`, `_fold`, `_finish` and
-    `_held_out_predictor` where they have more to do than the defaults here.
+    `_max_phase_iterations` always; `_prepare`, `_fold`, `_finish`, `_held_out_predictor`
+    and `_selection_sample_size` where they have more to do than the defaults here.
     """
 
     #: name -> candidates of 'auto', for each strength parameter of the unlabelled term.
@@ -164,8 +171,12 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
             held_sets = [(train, self._held_out_fold(problem, held))
                          for train, held in self._splits(problem.labels)]
         where = "the dev set" if X_dev is not None else f"{len(held_sets)} folds"
+        sample = problem.sample if X_dev is None else None
         self._say(f"selection on {where}: {len(penalties)} prior(s), {len(strengths)} "
-                  "strength(s)")
+                  "strength(s)" + ("" if sample is None else
+                                   f"; the folds' runs on a sample of "
+                                   f"{sum(map(len, sample.parts)):,} unlabelled sequences, "
+                                   f"weighted {sample.scale:.3g}"))
         priors, penalty_scores = self._choose_penalties(problem, held_sets, penalties)
         if X_dev is not None:
             kept = self._strength_runs(problem, *held_sets[0], priors, strengths, penalties,
@@ -383,6 +394,9 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         priors were chosen among ``penalties``, the start is the fit that ranked them
         (`_penalty_path`): its score as a candidate and as iteration 0 are one score."""
         fold = self._with_stop(self._fold(problem, train), held)
+        if held.in_fold and problem.sample is not None:
+            # Only the ranking of settings is used here, and the refit sees every sequence.
+            fold.unlabeled, fold.sample = problem.sample.unlabeled, problem.sample
         if len(penalties) > 1:
             # The fits that lead to it: its c1 and c2_transitions, from strong L2 to its.
             path = [candidate for candidate in penalties if candidate["c1"] == priors["c1"]
@@ -499,8 +513,24 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         streamed.insert(0, sequences[unlabeled_sequences(sequences, labelled)])
         problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight)
         del sequences
+        problem.sample = self._selection_sample(streamed)
         problem.unlabeled = self._chunked(streamed)
         return problem
+
+    def _selection_sample(self, parts):
+        """The `UnlabeledSample` of the unlabeled sequences ``parts`` (`SequenceMatrix`
+        blocks) on which the cross-validation folds' runs train: at most
+        `_selection_sample_size` of them, drawn with ``random_state``; None for all."""
+        sample = unlabeled_sample(parts, self._selection_sample_size(), self.random_state)
+        if sample is None:
+            return None
+        chosen, scale = sample
+        return UnlabeledSample(chosen, self._chunked(list(chosen)), scale)
+
+    def _selection_sample_size(self):
+        """The number of unlabeled sequences that the folds' runs train on at most (None:
+        all)."""
+        return None
 
     @abstractmethod
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
@@ -575,7 +605,8 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
 def _in_worker(estimator, method, problem, *args, **kwargs):
     """``estimator.method(problem, *args, **kwargs)`` in a worker process, on its own copy
     of the problem, whose chunks it sums itself (no pool of its own)."""
-    for data in vars(problem).values():
+    sample = problem.sample.unlabeled if problem.sample is not None else None
+    for data in [*vars(problem).values(), sample]:
         if isinstance(data, ChunkedSequences):
             data.n_jobs = 1
     return getattr(estimator, method)(problem, *args, **kwargs)

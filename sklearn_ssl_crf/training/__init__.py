@@ -3,7 +3,15 @@ of settings, graph-PR's EM, NGD's mini-batch objective, checkpoints."""
 
 from ._checkpoints import GeneratorState, RunCheckpoints
 from ._graph_pr_em import EMSettings, ExpectationMaximisation
-from ._records import Fold, FoldRun, InitStart, LoggingCallback, Phase, Problem
+from ._records import (
+    Fold,
+    FoldRun,
+    InitStart,
+    LoggingCallback,
+    Phase,
+    Problem,
+    UnlabeledSample,
+)
 from ._selection import (
     HeldOut,
     Iterates,
@@ -13,12 +21,14 @@ from ._selection import (
     held_out_splits,
     padded_scores,
     setting_candidates,
+    unlabeled_sample,
 )
 from ._stochastic import StochasticSamples, union_masks
 
 __all__ = [
     "EMSettings", "ExpectationMaximisation", "Fold", "FoldRun", "GeneratorState", "HeldOut",
     "InitStart", "Iterates", "LoggingCallback", "Phase", "Problem", "RunCheckpoints",
-    "StochasticSamples", "cv_results", "describe_settings", "first_best", "held_out_splits",
-    "padded_scores", "setting_candidates", "union_masks"
+    "StochasticSamples", "UnlabeledSample", "cv_results", "describe_settings", "first_best",
+    "held_out_splits", "padded_scores", "setting_candidates", "union_masks",
+    "unlabeled_sample"
 ]

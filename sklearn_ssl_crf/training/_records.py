@@ -42,6 +42,9 @@ class Problem:
     unlabeled : ChunkedSequences or None
         The unlabeled sequences, packed once for every fold's fit; None when there are none
         or each fold has its own (graph-PR's held-out sequences are unlabeled in its fit).
+    sample : UnlabeledSample or None
+        The random sample of them on which the cross-validation folds' semi-supervised
+        runs train (None: all of them).
 
     An estimator that keeps more of the data subclasses it (as `GraphPRCRF` does).
     """
@@ -51,6 +54,7 @@ class Problem:
     codes: list
     weights: object = None
     unlabeled: object = None
+    sample: object = None
 
     @property
     def n_labelled(self):
@@ -74,6 +78,9 @@ class Fold:
         The run's unlabeled sequences.
     c1, c2, c2_transitions : float
         The priors (`SemiSupervisedPath._set_priors`).
+    sample : UnlabeledSample or None
+        The sample that ``unlabeled`` is, on a cross-validation fold (None: ``unlabeled``
+        is all of the problem's).
     restricted : tuple or None
         The labelled sequences restricted to their own attributes, made once a fold
         (`SemiSupervisedPath._attribute_restriction`).
@@ -89,6 +96,7 @@ class Fold:
     codes: object = None
     weights: object = None
     unlabeled: object = None
+    sample: object = None
     c1: float = 0.0
     c2: float = 1.0
     c2_transitions: float = None
@@ -98,6 +106,19 @@ class Fold:
     def l2_strengths(self):
         """The L2 strength of every weight at the fold's priors."""
         return self.layout.l2_strengths(self.c2, self.c2_transitions)
+
+
+@dataclass
+class UnlabeledSample:
+    """A random sample of the unlabeled sequences (`unlabeled_sample`): its feature rows in
+    parts (`SequenceMatrix`), the same packed (`ChunkedSequences`), and the number of the
+    pool's tokens that each of its tokens stands for (``scale``: the pool's tokens over
+    the sample's), by which the runs on it weigh their unlabeled terms, so that a term's
+    strength means what it means on the whole pool."""
+
+    parts: list
+    unlabeled: object
+    scale: float
 
 
 @dataclass

@@ -71,6 +71,25 @@ class Iterates:
                 "patience": Either(None, Integer(0))}
 
 
+def unlabeled_sample(parts, size, random_state):
+    """``size`` of the sequences of ``parts`` (consecutive `SequenceMatrix` blocks) drawn
+    at random without replacement, kept in their order: a list of `SequenceMatrix` (one
+    per block that has any) and the pool's tokens over the sample's; None when there are
+    at most ``size`` (or ``size`` is None). ``random_state`` as in `fit_random_state`."""
+    counts = [len(part) for part in parts]
+    if size is None or sum(counts) <= size:
+        return None
+    chosen = np.sort(fit_random_state(random_state).choice(sum(counts), size, replace=False))
+    starts = np.cumsum([0] + counts)
+    sample = []
+    for part, start, stop in zip(parts, starts[:-1], starts[1:]):
+        mine = chosen[(chosen >= start) & (chosen < stop)] - start
+        if mine.size:
+            sample.append(part[mine])
+    n_tokens = sum(part.n_tokens for part in sample)
+    return sample, sum(part.n_tokens for part in parts) / max(n_tokens, 1)
+
+
 class HeldOut:
     """Held-out labelled sequences and the scorer that rates an iterate on them.
 
