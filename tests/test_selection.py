@@ -508,6 +508,15 @@ def test_an_unlabeled_sample_is_drawn_over_the_parts_in_order():
     assert unlabeled_sample([pool], None, random_state=3) is None
 
 
+@pytest.mark.parametrize("estimator", [EntropyRegularizedCRF, SelfTrainingCRF])
+@pytest.mark.parametrize("size, error", [(True, TypeError), (0, ValueError),
+                                         (2.5, ValueError), ("all", ValueError)])
+def test_a_bad_sample_size_is_refused_by_name(synthetic, estimator, size, error):
+    X, y = synthetic
+    with pytest.raises(error, match="selection_unlabeled"):
+        estimator(selection_unlabeled=size).fit(X[:10], y[:10], X_unlabeled=X[10:20])
+
+
 def test_a_sample_as_large_as_the_pool_changes_nothing(synthetic):
     X, y = synthetic
     settings = dict(c1=0.0, c2=[0.01, 1.0], max_iterations=10, cv=3, random_state=0)

@@ -521,7 +521,10 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         """The `UnlabeledSample` of the unlabeled sequences ``parts`` (`SequenceMatrix`
         blocks) on which the cross-validation folds' runs train: at most
         `_selection_sample_size` of them, drawn with ``random_state``; None for all."""
-        sample = unlabeled_sample(parts, self._selection_sample_size(), self.random_state)
+        size = self._selection_sample_size()
+        if isinstance(size, bool):  # an int to the parameter checks
+            raise TypeError(f"selection_unlabeled must be an int or None, got {size!r}")
+        sample = unlabeled_sample(parts, size, self.random_state)
         if sample is None:
             return None
         chosen, scale = sample
