@@ -26,7 +26,7 @@ the CRF and PR read right.
 The data come from the shared data folder: ``$SKLEARN_SSL_CRF_DATA/ocr`` if the
 environment variable is set, else ``../shared/data/ocr`` beside the repository (or
 ``--data``); without them the example stops with a ``FileNotFoundError`` saying where it
-looked. With the defaults it runs in about a minute on two cores.
+looked. With the defaults it runs in about two minutes on two cores.
 
 Usage::
 
@@ -35,7 +35,7 @@ Usage::
         [--output figure.png]
 
 The figure is written to a file only with ``--output``. ``docs/graph_pr_handwriting.png``
-uses every word (about 3 minutes on two cores; the graph takes most of a minute)::
+uses every word (about 5 minutes on two cores; the graph takes under half a minute)::
 
     python examples/plot_graph_pr_handwriting.py --n-words 0 --output docs/graph_pr_handwriting.png
 """
