@@ -505,6 +505,11 @@ def test_train_resumes_from_its_checkpoint(corpus, tmp_path, capsys, monkeypatch
     (["--unlabelled-format", "columns"], "--unlabelled-format does nothing without"),
     (["--checkpoint-every", "5"], "--checkpoint-every does nothing without --checkpoint"),
     (["--method", "ngd", "--n-jobs", "2"], "--n-jobs does nothing with --method ngd"),
+    (["--selection-unlabelled", "50"], "--selection-unlabelled does nothing with --method "
+     "crf; it is for --method entropy, jiao and self-training"),
+    (["--method", "entropy", "--unlabelled", "{unlabeled}", "--token-columns", "0", "--dev",
+      "{dev}", "--selection-unlabelled", "50"], "--selection-unlabelled does nothing with "
+     "--dev"),
 ])
 def test_train_refuses_options_the_method_would_ignore(corpus, tmp_path, capsys, options,
                                                         message):
@@ -514,6 +519,28 @@ def test_train_refuses_options_the_method_would_ignore(corpus, tmp_path, capsys,
             *(option.format(**{k: str(v) for k, v in paths.items()}) for option in options)]
     assert message in _run_error(capsys, argv)
     assert not model.exists()
+
+
+@pytest.mark.parametrize("value, expected", [("40", 40), ("all", None), (None, 10_000)])
+def test_selection_unlabelled_reaches_the_estimator(corpus, tmp_path, value, expected):
+    _, paths = corpus
+    model = tmp_path / "model.model"
+    option = [] if value is None else ["--selection-unlabelled", value]
+    assert main(["train", str(paths["train"]), "--method", "self-training", "--unlabelled",
+                 str(paths["unlabeled"]), "--token-columns", "0", "--c1", "0", "--c2", "1",
+                 "--max-rounds", "1", "--model", str(model), "--quiet", *option]) == 0
+    assert load(model)[-1].selection_unlabeled == expected
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "some", "1.5"])
+def test_a_bad_selection_unlabelled_is_a_usage_error(corpus, capsys, value):
+    _, paths = corpus
+    with pytest.raises(SystemExit) as stop:
+        main(["train", str(paths["train"]), "--method", "entropy", "--unlabelled",
+              str(paths["unlabeled"]), "--selection-unlabelled", value])
+    assert stop.value.code == 2
+    assert ("argument --selection-unlabelled: expected a positive number of sentences or "
+            f"'all', got {value!r}") in capsys.readouterr().err
 
 
 def test_ngd_with_a_weight_reads_the_unlabelled_files(corpus, capsys):

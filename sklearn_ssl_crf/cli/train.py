@@ -1,6 +1,7 @@
 """``train``: fit any estimator of the package on files, choose its settings on a dev file,
 and write the model file."""
 
+import argparse
 import contextlib
 import itertools
 import sys
@@ -116,6 +117,11 @@ def add_parser(subparsers):
                        help="L-BFGS iterations (NGD: epochs); default: until converged")
     model.add_argument("--max-rounds", type=int,
                        help="self-training rounds (self-training; default 10)")
+    model.add_argument("--selection-unlabelled", type=_sample_size, metavar="N|all",
+                       help="unlabelled sentences on which the cross-validation folds run "
+                       "the semi-supervised phase, a random sample weighted to stand for "
+                       "all; the final fit reads all of them (entropy, jiao, self-training; "
+                       "default 10000; all: every fold reads all of them)")
     model.add_argument("--em-iterations", type=int,
                        help="EM iterations at most (graph-pr; default 20)")
     model.add_argument("--batch-size", type=int, help="mini-batch size (ngd; default 16)")
@@ -239,6 +245,7 @@ def run(args):
 # Options of one method or a few (with their defaults), and the methods that use them.
 METHOD_OPTIONS = {
     "max_rounds": (10, ("self-training",)),
+    "selection_unlabelled": (10_000, ("entropy", "jiao", "self-training")),
     "em_iterations": (20, ("graph-pr",)),
     "batch_size": (16, ("ngd",)),
 }
@@ -275,6 +282,10 @@ def _check_options(args):
                         "--unlabelled files, and none were given")
     if args.unlabelled_format is not None and not args.unlabelled:
         problems.append("--unlabelled-format does nothing without --unlabelled files")
+    if args.selection_unlabelled is not None and args.dev:
+        problems.append("--selection-unlabelled does nothing with --dev: the settings are "
+                        "chosen on --dev by the fit that becomes the model, which reads "
+                        "every unlabelled sentence")
     if args.cv is not None and (args.dev or method == "ngd" or fixed_crf):
         problems.append("--cv does nothing here: " + (
             "the settings are chosen on --dev" if args.dev else
@@ -294,6 +305,20 @@ def _check_options(args):
                           "checkpoint_every": 10}.items():
         if getattr(args, name) is None:
             setattr(args, name, default)
+
+
+def _sample_size(text):
+    """``--selection-unlabelled``: a positive number of sentences, or 'all'."""
+    if text == "all":
+        return text
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of sentences or "
+                                         f"'all', got {text!r}")
+    return size
 
 
 def _methods(methods):
@@ -384,8 +409,11 @@ def _estimator(args, settings):
         common["n_jobs"] = args.n_jobs
     if method is not CRF and method is not NaturalGradientCRF:
         common.update(cv=args.cv, random_state=args.random_state)
+    sample = {"selection_unlabeled": None if args.selection_unlabelled == "all"
+              else args.selection_unlabelled}
     extra = {
-        "self-training": {"max_rounds": args.max_rounds},
+        "entropy": sample, "jiao": sample,
+        "self-training": {"max_rounds": args.max_rounds, **sample},
         "ngd": {"batch_size": args.batch_size, "random_state": args.random_state},
         "graph-pr": {"em_iterations": args.em_iterations},
     }.get(args.method, {})

@@ -76,11 +76,11 @@ class Fold:
         weights (None: all 1).
     unlabeled : ChunkedSequences or None
         The run's unlabeled sequences.
-    c1, c2, c2_transitions : float
-        The priors (`SemiSupervisedPath._set_priors`).
     sample : UnlabeledSample or None
         The sample that ``unlabeled`` is, on a cross-validation fold (None: ``unlabeled``
         is all of the problem's).
+    c1, c2, c2_transitions : float
+        The priors (`SemiSupervisedPath._set_priors`).
     restricted : tuple or None
         The labelled sequences restricted to their own attributes, made once a fold
         (`SemiSupervisedPath._attribute_restriction`).
