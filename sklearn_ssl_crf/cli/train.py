@@ -83,7 +83,40 @@ def add_parser(subparsers):
     add_sep_argument(data, None, "whitespace")
     data.add_argument("--encoding", default="utf-8", help="encoding of every input file")
 
-    model = parser.add_argument_group("model")
+    _add_model_options(parser.add_argument_group("model"))
+
+    features = parser.add_argument_group("features (WindowFeatures)")
+    features.add_argument("--window", type=int, default=1,
+                          help="neighbours on each side whose features are used")
+    features.add_argument("--suffixes", type=int, nargs="*", default=[2, 3],
+                          help="suffix lengths (none: no suffixes)")
+    features.add_argument("--no-word-shape", action="store_true",
+                          help="leave out the case, digit and hyphen flags")
+    features.add_argument("--clusters", action="store_true",
+                          help="add word clusters learned from the training and unlabelled "
+                          "sentences (WordClusters)")
+    features.add_argument("--word-vectors", type=float, metavar="SCALE",
+                          help="with --clusters, add the word's vector at this scale (3 did "
+                          "best on BC2GM)")
+
+    parser.add_argument("--model", help="file to write the fitted model to (*.model by "
+                        "convention): the package's format, which loads without running "
+                        "code, unless the name ends in .joblib (a pickle, which tag and "
+                        "evaluate load only with --trusted) or .skops")
+    parser.add_argument("--checkpoint", metavar="DIR",
+                        help="directory (made if missing) where the fit's optimisation runs "
+                        "are checkpointed: after an interruption, the same command resumes "
+                        "where it stopped, and ends with the model of an uninterrupted run; "
+                        "delete the directory once the model is written")
+    parser.add_argument("--checkpoint-every", type=int, metavar="N",
+                        help="iterations (ngd: epochs) between two checkpoints (default 10)")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _add_model_options(model):
+    """The options of the estimator and its settings (the "model" group)."""
     model.add_argument("--method", choices=tuple(ESTIMATORS), default="crf",
                        help="crf: supervised; entropy: entropy regularisation (Mann & "
                        "McCallum 2007) with label proportions; jiao: Jiao et al. 2006; "
@@ -130,35 +163,6 @@ def add_parser(subparsers):
     model.add_argument("--random-state", type=int,
                        help="seed of ngd's shuffling, of the cross-validation folds and of "
                        "the word clusters (default 0)")
-
-    features = parser.add_argument_group("features (WindowFeatures)")
-    features.add_argument("--window", type=int, default=1,
-                          help="neighbours on each side whose features are used")
-    features.add_argument("--suffixes", type=int, nargs="*", default=[2, 3],
-                          help="suffix lengths (none: no suffixes)")
-    features.add_argument("--no-word-shape", action="store_true",
-                          help="leave out the case, digit and hyphen flags")
-    features.add_argument("--clusters", action="store_true",
-                          help="add word clusters learned from the training and unlabelled "
-                          "sentences (WordClusters)")
-    features.add_argument("--word-vectors", type=float, metavar="SCALE",
-                          help="with --clusters, add the word's vector at this scale (3 did "
-                          "best on BC2GM)")
-
-    parser.add_argument("--model", help="file to write the fitted model to (*.model by "
-                        "convention): the package's format, which loads without running "
-                        "code, unless the name ends in .joblib (a pickle, which tag and "
-                        "evaluate load only with --trusted) or .skops")
-    parser.add_argument("--checkpoint", metavar="DIR",
-                        help="directory (made if missing) where the fit's optimisation runs "
-                        "are checkpointed: after an interruption, the same command resumes "
-                        "where it stopped, and ends with the model of an uninterrupted run; "
-                        "delete the directory once the model is written")
-    parser.add_argument("--checkpoint-every", type=int, metavar="N",
-                        help="iterations (ngd: epochs) between two checkpoints (default 10)")
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    parser.set_defaults(run=run)
-    return parser
 
 
 def run(args):
