@@ -432,3 +432,19 @@ def test_skops_files_written_before_the_modules_moved_keep_loading(tmp_path):
     old = rewrite_skops(tmp_path / "now.skops", tmp_path / "old.skops", back_in_time)
     assert b"sklearn_ssl_crf._crf_cv" in zipfile.ZipFile(old).read("schema.json")
     assert load(old).predict(X) == model.predict(X)
+
+
+def test_an_estimator_holding_itself_loads_without_endless_recursion(genuine, tmp_path):
+    """Filling a parameter the file lacks walks the estimators a file holds: a CRF whose
+    parameter refers to itself (a ``ref`` to its own object) is walked once, and the
+    missing parameter gets its default."""
+    def change(document):
+        state = crf_state(document)
+        del state["linesearch"]
+        state["class_weight"] = {"$": "ref", "id": document["model"]["state"]["steps"][1][
+            "v"][1]["id"]}
+
+    path = craft(genuine, tmp_path, change)
+    loaded = load(path)
+    assert loaded[-1].class_weight is loaded[-1]
+    assert loaded[-1].linesearch is None

@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import pickle
 import stat
 import types
 
@@ -317,3 +318,23 @@ def _renamed_module(data, old, new):
                 return data.replace(prefix + old, opcode + struct.pack(size_format, len(new))
                                     + new)
     raise AssertionError("the module name is not in the pickle")
+
+
+@pytest.mark.parametrize("suffix", [".model", ".joblib", ".skops"])
+def test_a_model_saved_before_a_parameter_existed_loads_with_its_default(fitted, tmp_path,
+                                                                        suffix):
+    """A file has an attribute for every parameter the estimator had when it was saved: a
+    parameter added since gets its default on loading, so that get_params, clone and a
+    refit work, and the model predicts as before."""
+    from sklearn.base import clone
+
+    model, X = fitted
+    old = pickle.loads(pickle.dumps(model))  # a copy, as saved before the parameters
+    del vars(old[-1])["linesearch"], vars(old[0])["word_shape"]
+    path = model_path(tmp_path, suffix)
+    save(old, path)
+    loaded = load(path, trusted=trusted(path))
+    assert loaded[-1].get_params()["linesearch"] is None
+    assert loaded[0].get_params()["word_shape"] is True
+    assert loaded.predict(X) == model.predict(X)
+    assert clone(loaded).get_params(deep=False).keys() == model.get_params(deep=False).keys()

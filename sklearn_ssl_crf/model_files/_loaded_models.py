@@ -1,14 +1,18 @@
 """What a loaded model must be: its fitted CRFs' weights of the shapes their labels and
 attributes imply, and finite, whatever format it came from (a crafted or damaged file
-fails here, with the file named, not deep inside ``predict``)."""
+fails here, with the file named, not deep inside ``predict``); and its estimators given the
+parameters added since the file was written."""
+
+import inspect
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
 
 from ..estimators import BaseCRF, LabelConstraints
 from ..features import SequenceVectorizer
 
-__all__ = ["check_loaded"]
+__all__ = ["check_loaded", "with_new_parameters"]
 
 
 class _Unfit(Exception):
@@ -30,6 +34,31 @@ def check_loaded(model, name):
                 _check_crf(crf)
             except _Unfit as error:
                 raise ValueError(f"{name} is a damaged model file: {where} {error}") from None
+
+
+def with_new_parameters(model, _seen=None):
+    """``model`` with each of the package's estimators in it (itself, a pipeline's steps,
+    estimators held as parameters) given the default of every constructor parameter its
+    file lacks: a model saved before a parameter existed has no attribute for it, and
+    `get_params`, `clone` and a refit would fail on it. Its fitted state is left as is.
+    Each object is visited once (a file may make an estimator hold itself)."""
+    seen = set() if _seen is None else _seen
+    if id(model) in seen:
+        return model
+    seen.add(id(model))
+    if isinstance(model, Pipeline):
+        for step in model.steps:
+            if type(step) is tuple and len(step) == 2:
+                with_new_parameters(step[1], seen)
+    elif isinstance(model, BaseEstimator) and type(model).__module__.startswith(
+            __name__.split(".")[0] + "."):
+        signature = inspect.signature(type(model).__init__).parameters
+        for name in type(model)._get_param_names():
+            if name not in vars(model):
+                setattr(model, name, signature[name].default)
+            else:
+                with_new_parameters(vars(model)[name], seen)
+    return model
 
 
 def _crfs(model, where):

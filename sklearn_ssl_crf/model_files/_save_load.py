@@ -40,7 +40,7 @@ from ._crfsuite import (
     read_crfsuite,
     write_crfsuite,
 )
-from ._loaded_models import check_loaded
+from ._loaded_models import check_loaded, with_new_parameters
 from ._skops import dump_skops, load_skops
 
 __all__ = ["load", "save"]
@@ -287,6 +287,7 @@ def load(path, *, return_info=False, trusted=False):
     if type(info) is not dict:
         raise ValueError(f"{name} is a damaged model file: its info is not a dict")
     check_loaded(model, name)
+    model = with_new_parameters(model)
     return (model, dict(info)) if return_info else model
 
 
