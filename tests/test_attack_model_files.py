@@ -448,3 +448,25 @@ def test_an_estimator_holding_itself_loads_without_endless_recursion(genuine, tm
     loaded = load(path)
     assert loaded[-1].class_weight is loaded[-1]
     assert loaded[-1].linesearch is None
+
+
+def test_a_long_chain_of_estimators_loads_without_recursion(genuine, tmp_path):
+    """Estimators that hold each other as parameters, 5,000 deep through references: the
+    walk that fills missing parameters takes them one after another, not by recursion."""
+    def change(document):
+        state = crf_state(document)
+        chain = [{"$": "object", "class": "CRF", "id": 10_000, "state": {}}]
+        chain += [{"$": "object", "class": "CRF", "id": 10_000 + k,
+                   "state": {"class_weight": {"$": "ref", "id": 10_000 + k - 1}}}
+                  for k in range(1, 5_000)]
+        rest = dict(state)
+        state.clear()
+        state["chain_"] = chain  # decoded first: the references below point back to it
+        state.update(rest, class_weight={"$": "ref", "id": 10_000 + 4_999})
+
+    loaded = load(craft(genuine, tmp_path, change))
+    link = loaded[-1].class_weight
+    for _ in range(4_999):
+        assert link.linesearch is None
+        link = link.class_weight
+    assert link.get_params()["class_weight"] is None

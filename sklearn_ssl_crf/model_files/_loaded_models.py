@@ -36,28 +36,31 @@ def check_loaded(model, name):
                 raise ValueError(f"{name} is a damaged model file: {where} {error}") from None
 
 
-def with_new_parameters(model, _seen=None):
+def with_new_parameters(model):
     """``model`` with each of the package's estimators in it (itself, a pipeline's steps,
     estimators held as parameters) given the default of every constructor parameter its
     file lacks: a model saved before a parameter existed has no attribute for it, and
     `get_params`, `clone` and a refit would fail on it. Its fitted state is left as is.
-    Each object is visited once (a file may make an estimator hold itself)."""
-    seen = set() if _seen is None else _seen
-    if id(model) in seen:
-        return model
-    seen.add(id(model))
-    if isinstance(model, Pipeline):
-        for step in model.steps:
-            if type(step) is tuple and len(step) == 2:
-                with_new_parameters(step[1], seen)
-    elif isinstance(model, BaseEstimator) and type(model).__module__.startswith(
-            __name__.split(".")[0] + "."):
-        signature = inspect.signature(type(model).__init__).parameters
-        for name in type(model)._get_param_names():
-            if name not in vars(model):
-                setattr(model, name, signature[name].default)
-            else:
-                with_new_parameters(vars(model)[name], seen)
+    Each object is visited once, without recursion (a file may make an estimator hold
+    itself, or a chain of any length)."""
+    package = __name__.split(".")[0] + "."
+    seen, pending = set(), [model]
+    while pending:
+        item = pending.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, Pipeline):
+            steps = vars(item).get("steps")
+            pending += [step[1] for step in (steps if type(steps) is list else [])
+                        if type(step) is tuple and len(step) == 2]
+        elif isinstance(item, BaseEstimator) and type(item).__module__.startswith(package):
+            signature = inspect.signature(type(item).__init__).parameters
+            for name in type(item)._get_param_names():
+                if name in vars(item):
+                    pending.append(vars(item)[name])
+                else:
+                    setattr(item, name, signature[name].default)
     return model
 
 
