@@ -139,6 +139,26 @@ def test_knn_graph_sparse_search_matches_brute_force(monkeypatch):
     assert_same_graph(graph, brute_force_mutual_knn(cosines(rows.toarray()), 3))
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_equal_similarities_at_the_kth_place_go_to_the_lower_vertex(sparse):
+    # Rows that are copies of fewer rows: every row has runs of equal similarities, so the
+    # k-th place is tied and only the sort among the tied candidates decides who is kept.
+    # The sparse rows have sparse similarities (searched by `_sparse_candidates`).
+    rng = np.random.default_rng(5)
+    n_distinct, n_rows = (100, 500) if sparse else (12, 90)
+    distinct = sp.random(n_distinct, 2000 if sparse else 300, density=0.003 if sparse else 0.03,
+                         random_state=6, format="csr")
+    distinct.data = rng.integers(1, 4, size=distinct.nnz).astype(float)
+    rows = distinct[rng.integers(0, n_distinct, size=n_rows)]
+    rows = sp.csr_matrix(rows) if sparse else rows.toarray()
+    for k in (2, 5, 9):
+        graph = knn_graph([rows], n_neighbors=k)
+        assert_valid(graph, k)
+        expected = brute_force_mutual_knn(cosines(sp.csr_matrix(rows).toarray()), k)
+        assert_same_graph(graph, expected)
+        assert graph.weights.nnz > 0
+
+
 @pytest.mark.parametrize("kind", ["dense", "sparse", "sparse rows, dense similarities"])
 def test_block_size_does_not_change_the_graph(kind):
     rng = np.random.default_rng(2)

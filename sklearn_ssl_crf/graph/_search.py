@@ -130,8 +130,9 @@ def _row_blocks(rows, max_block_entries, by_nonzeros):
 
 
 def _kept_rows(candidates, n_neighbors, start, stop, index_dtype):
-    """The k best candidates of rows start..stop as CSR pieces: counts, targets, values."""
-    sources, targets, values = _top_k(*candidates, n_neighbors)
+    """The k best candidates of rows start..stop (`_top_k`) as CSR pieces: counts, targets,
+    values."""
+    sources, targets, values = _top_k(n_neighbors, *candidates)
     # Kept pairs come sorted by source: stored as CSR rows straight away (12 bytes a pair
     # rather than 24 for coordinates), the largest memory of the search.
     return (np.bincount(sources - start, minlength=stop - start), targets.astype(index_dtype),
@@ -156,8 +157,9 @@ def _to_dense(similarities):
 
 
 def _sparse_candidates(similarities, start, n_neighbors, min_similarity, excluded):
-    """(row, column, similarity) of a sparse block's candidates that can be among the k best
-    of their row (a superset: all of the bucket that holds the row's k-th best)."""
+    """(row, column, similarity, sure) of a sparse block's candidates that can be among the k
+    best of their row (a superset: all of the bucket that holds the row's k-th best); ``sure``
+    marks those that are among them (`_top_k`)."""
     n_block = similarities.shape[0]
     indptr, targets, values = similarities.indptr, similarities.indices, similarities.data
     local = np.repeat(np.arange(n_block), np.diff(indptr))
@@ -181,16 +183,23 @@ def _sparse_candidates(similarities, start, n_neighbors, min_similarity, exclude
         bins = np.where(in_long, long_row[local] * n_buckets + bucket, n_long * n_buckets)
         histogram = np.bincount(bins, minlength=n_long * n_buckets + 1)[:-1]
         from_top = np.cumsum(histogram.reshape(n_long, n_buckets)[:, ::-1], axis=1)
-        kth_bucket = np.zeros(n_block, dtype=np.int64)  # short rows keep all candidates
+        kth_bucket = np.full(n_block, -1, dtype=np.int64)  # short rows keep all candidates
         kth_bucket[long] = n_buckets - 1 - np.argmax(from_top >= n_neighbors, axis=1)
-        keep &= bucket >= kth_bucket[local]
-    kept = np.flatnonzero(keep)
-    return local[kept] + start, targets[kept].astype(np.int64), values[kept]
+        kth_at = kth_bucket[local]
+        keep &= bucket >= kth_at
+        kept = np.flatnonzero(keep)
+        # Above the k-th best's bucket a row has fewer than k candidates, all among its best.
+        sure = bucket[kept] > kth_at[kept]
+    else:
+        kept = np.flatnonzero(keep)
+        sure = np.ones(kept.size, dtype=bool)
+    return local[kept] + start, targets[kept].astype(np.int64), values[kept], sure
 
 
 def _dense_candidates(similarities, start, n_neighbors, min_similarity, excluded):
-    """(row, column, similarity) of a dense block's candidates that can be among the k best
-    of their row: at least as similar as the row's k-th best (ties may give more than k)."""
+    """(row, column, similarity, sure) of a dense block's candidates that can be among the k
+    best of their row: at least as similar as the row's k-th best (ties may give more than
+    k); ``sure`` marks those more similar (`_top_k`)."""
     n_block, n_columns = similarities.shape
     local = np.arange(n_block)
     similarities[local, start + local] = -np.inf
@@ -205,14 +214,23 @@ def _dense_candidates(similarities, start, n_neighbors, min_similarity, excluded
     # flatnonzero then divmod: several times faster than a 2-d nonzero.
     kept = np.flatnonzero(similarities >= threshold[:, None])
     sources, targets = np.divmod(kept, n_columns)
-    return sources + start, targets, similarities.reshape(-1)[kept]
+    values = similarities.reshape(-1)[kept]
+    # Above the k-th best value a row has fewer than k candidates: only ties are sorted.
+    return sources + start, targets, values, values > threshold[sources]
 
 
-def _top_k(sources, targets, values, k):
-    """The k most similar candidates of each source, ties to the lower target."""
-    order = np.lexsort((targets, -values, sources))
-    sources, targets, values = sources[order], targets[order], values[order]
-    new_source = np.concatenate([[True], sources[1:] != sources[:-1]])
-    group_start = np.maximum.accumulate(np.where(new_source, np.arange(sources.size), 0))
-    keep = np.arange(sources.size) - group_start < k
+def _top_k(k, sources, targets, values, sure=None):
+    """The k most similar candidates of each source, ties to the lower target. Candidates
+    come grouped by source, and stay so; ``sure`` marks candidates known to be among the k
+    best of their source (fewer than k a source), so only the others are sorted."""
+    keep = np.zeros(sources.size, dtype=bool) if sure is None else sure.copy()
+    rest = np.flatnonzero(~keep)
+    order = rest[np.lexsort((targets[rest], -values[rest], sources[rest]))]
+    ranked = sources[order]
+    new_source = np.concatenate([[True], ranked[1:] != ranked[:-1]])
+    group_start = np.maximum.accumulate(np.where(new_source, np.arange(ranked.size), 0))
+    first = sources[0] if sources.size else 0
+    places = k - np.bincount(sources[keep] - first, minlength=sources.size and
+                             sources[-1] - first + 1)
+    keep[order[np.arange(ranked.size) - group_start < places[ranked - first]]] = True
     return sources[keep], targets[keep], values[keep]
