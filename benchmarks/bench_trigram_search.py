@@ -1,15 +1,17 @@
-"""The trigram graph through the approximate index against the exact search (issue #30).
+"""The trigram graph's searches against the exact one (issues #30 and #43).
 
 Draw 0 of ``bench_defaults.py``'s POS pools (UD English-EWT, German-GSD, Italian-ISDT, dev +
 test, 100 labelled sentences). For each, `trigram_graph` (k = 60) with
-``algorithm='exact'`` and ``'hnsw'`` (PMI rows reduced to 256 dimensions by truncated SVD
-for faiss's index): seconds, the share of the exact graph's edges the approximate graph
-has, and the token error on the unlabelled tokens of `GraphPropagation` and of a
-`GraphPRCRF` fit at fixed settings (λ = 1, c1 = 0, c2 = 1, 20 EM iterations) on each graph.
+``algorithm='exact'`` and each of ``--algorithms``: ``'pruned'`` (the features more than
+``--max-df`` of the types share left out of the similarities) and ``'hnsw'`` (PMI rows
+reduced to 256 dimensions by truncated SVD for faiss's index): seconds, the share of the
+exact graph's edges the graph has, and the token error on the unlabelled tokens of
+`GraphPropagation` and of a `GraphPRCRF` fit at fixed settings (λ = 1, c1 = 0, c2 = 1, 20
+EM iterations) on each graph.
 
 Usage::
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_trigram_search.py
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_trigram_search.py --algorithms pruned hnsw
 """
 
 import argparse
@@ -30,15 +32,20 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--algorithms", nargs="+", choices=("pruned", "hnsw"),
+                        default=["pruned", "hnsw"])
+    parser.add_argument("--max-df", type=float, default=0.003,
+                        help="trigram_graph's max_df for 'pruned' (default: its default)")
     args = parser.parse_args(argv)
     print("| pool | types | search | seconds | edges | recall | GP error | PR error | "
           "PR-θ error |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for name, X, _, y_partial, gold, n in pools(args.data_dir, handwriting=False):
         graphs, seconds = {}, {}
-        for algorithm in ("exact", "hnsw"):
+        for algorithm in ("exact", *args.algorithms):
             started = time.perf_counter()
-            graphs[algorithm] = trigram_graph(X, n_neighbors=60, algorithm=algorithm)
+            graphs[algorithm] = trigram_graph(X, n_neighbors=60, algorithm=algorithm,
+                                              max_df=args.max_df)
             seconds[algorithm] = time.perf_counter() - started
         exact = graphs["exact"].weights > 0
         for algorithm, graph in graphs.items():

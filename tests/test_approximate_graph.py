@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from sklearn_ssl_crf.datasets import make_sequences
-from sklearn_ssl_crf.graph import _approximate, knn_graph, trigram_graph
+from sklearn_ssl_crf.graph import _approximate, _trigram, knn_graph, trigram_graph
 
 pytest.importorskip("faiss", reason="the approximate search needs faiss-cpu (extra 'ann')")
 
@@ -110,7 +110,9 @@ def test_trigram_graph_through_the_index():
     assert (trigram_graph(X, 10, word_key="word").weights != exact.weights).nnz == 0
 
 
-def test_trigram_graph_has_no_auto_search():
-    X, _ = make_sequences(20, features="dict", random_state=0)
-    with pytest.raises(ValueError, match="algorithm must be 'exact' or 'hnsw'"):
-        trigram_graph(X, 5, word_key="word", algorithm="auto")
+def test_trigram_graph_auto_search_never_takes_the_index(monkeypatch):
+    X, _ = make_sequences(300, features="dict", random_state=0)
+    monkeypatch.setattr(_trigram, "PRUNED_FROM", 1)
+    auto = trigram_graph(X, 10, word_key="word", algorithm="auto")
+    pruned = trigram_graph(X, 10, word_key="word", algorithm="pruned")
+    assert (auto.weights != pruned.weights).nnz == 0

@@ -423,6 +423,56 @@ def test_trigram_graph_keeps_k_mutual_neighbours():
     assert_same_graph(graph, brute_force_mutual_knn(full, 4))
 
 
+def pruned_reference(vectors, names, max_count):
+    """Dot products of the unit PMI vectors over the features at most ``max_count`` types
+    have (the reference of algorithm='pruned')."""
+    held = Counter(f for vector in vectors.values() for f in vector)
+    unit = {}
+    for trigram, vector in vectors.items():
+        norm = math.sqrt(sum(v * v for v in vector.values()))
+        unit[trigram] = {f: v / norm for f, v in vector.items() if held[f] <= max_count}
+    return np.array([[sum(v * unit[b].get(f, 0.0) for f, v in unit[a].items()) for b in names]
+                     for a in names])
+
+
+@pytest.mark.parametrize("max_df", [3, 0.05])
+def test_pruned_search_ranks_by_the_uncommon_features(max_df):
+    rng = np.random.default_rng(12)
+    sentences = random_sentences(rng, 60, ["the", "cats", "dogs", "sat", "walked", "a", "on",
+                                           "ran", "."])
+    graph = trigram_graph(sentences, n_neighbors=4, suffixes=None, algorithm="pruned",
+                          max_df=max_df)
+    vectors = reference_pmi_vectors(sentences)
+    max_count = max_df if isinstance(max_df, int) else math.ceil(max_df * len(vectors))
+    expected = pruned_reference(vectors, graph.vertex_names, max_count)
+    assert_valid(graph, 4)
+    assert_same_graph(graph, brute_force_mutual_knn(expected, 4), rtol=1e-9)
+    exact = trigram_graph(sentences, n_neighbors=4, suffixes=None, algorithm="exact")
+    assert graph.weights.nnz > 50 and (graph.weights != exact.weights).nnz > 0
+
+
+def test_pruned_search_without_a_common_feature_is_the_exact_search():
+    rng = np.random.default_rng(13)
+    sentences = random_sentences(rng, 60, ["the", "cats", "dogs", "sat", "walked", "a", "."])
+    exact = trigram_graph(sentences, n_neighbors=5, algorithm="exact")
+    for max_df in (1.0, 10**6):
+        pruned = trigram_graph(sentences, n_neighbors=5, algorithm="pruned", max_df=max_df)
+        assert (pruned.weights != exact.weights).nnz == 0
+
+
+def test_auto_search_prunes_from_a_number_of_types(monkeypatch):
+    rng = np.random.default_rng(14)
+    sentences = random_sentences(rng, 60, ["the", "cats", "dogs", "sat", "walked", "a", "."])
+    n_types = trigram_graph(sentences, n_neighbors=5, algorithm="exact").n_vertices
+    for threshold, search in ((n_types + 1, "exact"), (n_types, "pruned")):
+        monkeypatch.setattr(_trigram, "PRUNED_FROM", threshold)
+        auto = trigram_graph(sentences, n_neighbors=5, max_df=2)
+        chosen = trigram_graph(sentences, n_neighbors=5, max_df=2, algorithm=search)
+        assert (auto.weights != chosen.weights).nnz == 0
+    exact = trigram_graph(sentences, n_neighbors=5, algorithm="exact")
+    assert (auto.weights != exact.weights).nnz > 0  # the pruning took effect
+
+
 def test_edge_cases_of_trigram_graph():
     graph = trigram_graph([[".", ","], []])
     assert graph.n_vertices == 0 and graph.token_vertices.tolist() == [-1, -1]
@@ -502,6 +552,13 @@ ROWS = [np.ones((2, 2))]
     (lambda: trigram_graph(WORDS, max_block_entries=0), ValueError, "max_block_entries"),
     (lambda: trigram_graph(WORDS, word_key=1), TypeError, "word_key must be a str"),
     (lambda: trigram_graph(WORDS, suffixes="ing"), TypeError, "not one other str"),
+    (lambda: trigram_graph(WORDS, algorithm="lsh"), ValueError,
+     "algorithm must be 'auto', 'exact', 'pruned' or 'hnsw', got 'lsh'"),
+    (lambda: trigram_graph(WORDS, max_df=0), ValueError, r"max_df must be a float in \(0, 1\]"),
+    (lambda: trigram_graph(WORDS, max_df=1.5), ValueError, "max_df .* got 1.5"),
+    (lambda: trigram_graph(WORDS, max_df=float("nan")), ValueError, "max_df"),
+    (lambda: trigram_graph(WORDS, max_df=True), TypeError, "max_df .* got bool"),
+    (lambda: trigram_graph(WORDS, max_df="0.1"), TypeError, "max_df .* got str"),
     (lambda: trigram_graph(WORDS, suffixes=["ing", ""]), ValueError, "non-empty str"),
     (lambda: trigram_graph([]), ValueError, "X is empty"),
     (lambda: trigram_graph([[], []]), ValueError, "X has no tokens"),

@@ -92,6 +92,16 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     return _mutual_weights(kept, n_rows, index_dtype)
 
 
+def _without_common_columns(rows, max_count):
+    """Sparse ``rows`` without the entries of the columns that more than ``max_count`` rows
+    have (the rows' other entries unchanged, so not rescaled)."""
+    rows = sp.csr_matrix(rows)
+    keep = np.bincount(rows.indices, minlength=rows.shape[1])[rows.indices] <= max_count
+    running = np.concatenate([[0], np.cumsum(keep)])
+    return sp.csr_matrix((rows.data[keep], rows.indices[keep], running[rows.indptr]),
+                         shape=rows.shape)
+
+
 def _mutual_weights(kept, n_rows, index_dtype):
     """The symmetric weights of the mutual pairs among the kept ones (``_kept_rows`` pieces
     of consecutive blocks of rows): each weight the smaller of the pair's two values."""
