@@ -51,7 +51,7 @@ _SUFFIX_TEMPLATES = {"suffix(w3)w2": 3, "suffix(w1)w2": 1}
 
 # From this many trigram types 'auto' leaves the features most types share out of the search
 # ('pruned'): the exact search's time grows with the square of the types (about 55 s at
-# 333,000 types, 20 minutes at 1.5 million) and the pruned one's far less (docs/benchmarks.md).
+# 333,000 types, 23 minutes at 1.5 million) and the pruned one's less (docs/benchmarks.md).
 PRUNED_FROM = 200_000
 
 
@@ -96,7 +96,7 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
         cosine less the common features' share), the usual pruning of pairwise document
         similarity at scale: the common features make most of the exact search's products.
         It kept 0.994-0.996 of the exact graph's edges on 20,000 English sentences and on
-        3x10^4 and 10^5 generated ones (1.5 million types: 398 s against about 20 minutes);
+        3x10^4 and 10^5 generated ones (1.5 million types: 398 s against 1,375 s);
         its time still grows faster than the text (docs/benchmarks.md). 'auto': 'exact'
         below 200,000 types (about 10,000 sentences), 'pruned' from there. 'hnsw' searches
         faiss's approximate index over the PMI rows reduced to 256 dimensions by truncated
