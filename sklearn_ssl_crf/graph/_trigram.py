@@ -107,7 +107,7 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
         For 'pruned' (and 'auto' from 200,000 types): the features held by more than this
         share of the types (float) or this number of types (int) are left out of the
         similarities, as in scikit-learn's ``CountVectorizer``. Ignored otherwise. With
-        0.003 the search is faster (about a fifth of the exact search's time at 333,000
+        0.003 the search is faster (about a quarter of the exact search's time at 333,000
         types) but graph propagation lost 0.35-1.25 points on the UD pools.
 
     Returns
