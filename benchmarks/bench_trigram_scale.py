@@ -448,7 +448,7 @@ def child(args):
 
     _approximate._vector_blocks = logged_blocks
     graph_started = time.perf_counter()
-    graph = trigram_graph(text, n_neighbors=K, algorithm=args.algorithm)
+    graph = trigram_graph(text, n_neighbors=K, algorithm=args.algorithm, n_jobs=args.n_jobs)
     seconds = time.perf_counter() - graph_started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     graph_peak = memory_mb()[1] if graph_peak_from_start else peak
@@ -475,7 +475,8 @@ def run_child(args, size, algorithm, candidates, ef_search):
     its result, or where it stood."""
     command = [sys.executable, __file__, "--child", str(size), "--algorithm", algorithm,
                "--data-dir", str(args.data_dir), "--sample", str(args.sample),
-               "--order1", str(args.order1), "--seed", str(args.seed)]
+               "--order1", str(args.order1), "--seed", str(args.seed),
+               "--n-jobs", str(args.n_jobs)]
     if candidates is not None:
         command += ["--candidates", str(candidates)]
     if ef_search is not None:
@@ -559,6 +560,8 @@ def main(argv=None):
                                                      "1000000:hnsw"])
     parser.add_argument("--sample", type=int, default=200,
                         help="vertices whose exact edges give the recall")
+    parser.add_argument("--n-jobs", type=int, default=1,
+                        help="trigram_graph's n_jobs (threads of its search)")
     parser.add_argument("--max-rss-mb", type=int, default=6000)
     parser.add_argument("--max-seconds", type=int, default=1800)
     parser.add_argument("--json", help="write the runs' results (stages included) here")

@@ -473,6 +473,22 @@ def test_auto_search_prunes_from_a_number_of_types(monkeypatch):
     assert (auto.weights != exact.weights).nnz > 0  # the pruning took effect
 
 
+@pytest.mark.parametrize("algorithm", ["exact", "pruned"])
+def test_threads_give_the_same_trigram_graph(algorithm):
+    rng = np.random.default_rng(15)
+    sentences = random_sentences(rng, 200, ["the", "cats", "dogs", "sat", "walked", "a", "on",
+                                            "ran", "."])
+    # Small blocks: the threads share many of them.
+    one = trigram_graph(sentences, n_neighbors=6, max_block_entries=500, algorithm=algorithm,
+                        max_df=0.2)
+    for n_jobs in (2, 3, -1):
+        threaded = trigram_graph(sentences, n_neighbors=6, max_block_entries=500,
+                                 algorithm=algorithm, max_df=0.2, n_jobs=n_jobs)
+        assert (threaded.weights != one.weights).nnz == 0
+        np.testing.assert_array_equal(threaded.weights.indices, one.weights.indices)
+    assert one.weights.nnz > 100
+
+
 def test_edge_cases_of_trigram_graph():
     graph = trigram_graph([[".", ","], []])
     assert graph.n_vertices == 0 and graph.token_vertices.tolist() == [-1, -1]
@@ -559,6 +575,9 @@ ROWS = [np.ones((2, 2))]
     (lambda: trigram_graph(WORDS, max_df=float("nan")), ValueError, "max_df"),
     (lambda: trigram_graph(WORDS, max_df=True), TypeError, "max_df .* got bool"),
     (lambda: trigram_graph(WORDS, max_df="0.1"), TypeError, "max_df .* got str"),
+    (lambda: trigram_graph(WORDS, n_jobs=0), ValueError, "n_jobs must be None or a nonzero int"),
+    (lambda: trigram_graph(WORDS, n_jobs=1.5), ValueError, "n_jobs .* got 1.5"),
+    (lambda: trigram_graph(WORDS, n_jobs=True), ValueError, "n_jobs .* got True"),
     (lambda: trigram_graph(WORDS, suffixes=["ing", ""]), ValueError, "non-empty str"),
     (lambda: trigram_graph([]), ValueError, "X is empty"),
     (lambda: trigram_graph([[], []]), ValueError, "X has no tokens"),

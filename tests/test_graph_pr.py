@@ -320,6 +320,23 @@ def test_n_jobs_gives_the_same_model(synthetic, monkeypatch):
                                for entry in em_entries(two)]
 
 
+def test_n_jobs_threads_the_trigram_graph(synthetic, monkeypatch):
+    X, _, y_partial, _ = synthetic
+    asked = []
+
+    def recording(*args, **kwargs):
+        asked.append(kwargs.get("n_jobs"))
+        return trigram_graph(*args, **kwargs)
+
+    monkeypatch.setattr("sklearn_ssl_crf.graph._resolve.trigram_graph", recording)
+    params = {"graph": "trigram", "word_key": "word", "lam": 1.0, "em_iterations": 1}
+    one = fixed(GraphPRCRF(n_jobs=1, **params)).fit(X, y_partial)
+    two = fixed(GraphPRCRF(n_jobs=2, **params)).fit(X, y_partial)
+    assert asked == [1, 2]
+    assert (one.graph_.weights != two.graph_.weights).nnz == 0
+    np.testing.assert_array_equal(one.state_weights_, two.state_weights_)
+
+
 # -- the estimator's conventions ----------------------------------------------------------
 
 def test_both_unlabeled_conventions_give_the_same_model(synthetic):

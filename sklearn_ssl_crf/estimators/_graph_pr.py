@@ -171,7 +171,8 @@ class GraphPRCRF(SemiSupervisedPath):
         As in `CRF`; also prints one line per EM iteration.
     n_jobs : int, default=None
         Worker processes over which the chunks of labelled and unlabelled sequences are
-        spread, in the M-step and the E-step; the model is the same for any value.
+        spread, in the M-step and the E-step, and threads of the trigram graph's search
+        (``graph='trigram'``); the model is the same for any value.
     checkpoint, checkpoint_every : str or path-like, int, default=None, 10
         A directory where every L-BFGS run of the fit (the supervised starts, the M-steps)
         is checkpointed every ``checkpoint_every`` iterations; a fit given it again reads
@@ -379,7 +380,8 @@ vectorizer_
         n_given = len(y)  # sample_weight's sequences: X's, before X_unlabeled
         X, y = concatenate_inputs(X, y, X_unlabeled)
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
-        self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key)
+        self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key,
+                                    self.n_jobs)
         problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight,
                                          n_given)
         return _GraphProblem(**vars(problem), sequences=sequences, labelled_index=labelled,

@@ -8,7 +8,8 @@ from ._similarity_graph import SimilarityGraph
 from ._trigram import trigram_graph
 
 
-def resolve_graph(graph, X, sequences, n_neighbors=None, word_key="word.lower"):
+def resolve_graph(graph, X, sequences, n_neighbors=None, word_key="word.lower",
+                  n_jobs=None):
     """Get the similarity graph an estimator's ``graph`` parameter asks for, aligned with X.
 
     A graph given as a name is built (`trigram_graph` or `knn_graph`); a given graph is used
@@ -28,6 +29,8 @@ def resolve_graph(graph, X, sequences, n_neighbors=None, word_key="word.lower"):
         The k of the mutual k-NN graph; None: 60 for ``"trigram"``, 20 for ``"knn"``.
     word_key : str, default="word.lower"
         The key of the word in feature dicts, for ``"trigram"``.
+    n_jobs : int, default=None
+        Threads of `trigram_graph`'s search, for ``"trigram"``.
 
     Returns
     -------
@@ -58,7 +61,7 @@ def resolve_graph(graph, X, sequences, n_neighbors=None, word_key="word.lower"):
             raise TypeError("graph='trigram' needs words: pass feature dicts or tokens, or "
                             "pass a SimilarityGraph")
         built = trigram_graph(X, 60 if n_neighbors is None else n_neighbors,
-                              word_key=word_key)
+                              word_key=word_key, n_jobs=n_jobs)
     elif isinstance(graph, str) and graph == "knn":
         built = knn_graph(sequences, 20 if n_neighbors is None else n_neighbors)
     else:

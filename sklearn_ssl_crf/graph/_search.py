@@ -5,6 +5,7 @@ are kept, so memory stays about ``n_vertices * k`` plus one block, never
 """
 
 import numbers
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,7 +42,7 @@ def _check_real(value, name, interval, inside):
 
 
 def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_rows=None,
-                own_weight=0.0, min_own_similarity=None, excluded=None):
+                own_weight=0.0, min_own_similarity=None, excluded=None, n_threads=1):
     """Mutual k-NN weights for the similarities ``rows @ rows.T``, a block of rows at a time.
 
     With ``own_rows``, the similarity is ``rows @ rows.T + own_weight * own_rows @ own_rows.T``
@@ -52,7 +53,8 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     index. (u, v) is an edge iff each keeps the other; its weight is the smaller of the two
     computed similarities (they can differ by rounding), so the result is exactly symmetric.
     Memory: the kept pairs (``n x n_neighbors``) plus about ``max_block_entries``
-    similarities at a time, dense or (for sparse rows) the nonzeros of a sparse block.
+    similarities at a time, dense or (for sparse rows) the nonzeros of a sparse block, in
+    each of ``n_threads`` threads, which search blocks at once.
     """
     min_similarity = max(min_similarity, SMALLEST_SIMILARITY)
     rows = _dense_if_dense_enough(rows)
@@ -63,17 +65,18 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
         own_columns = _transposed(own_rows)
     dense_step = max(1, max_block_entries // n_rows)
     index_dtype = np.int32 if n_rows * n_neighbors < 2**31 else np.int64
-    kept = []
-    for start, stop in _row_blocks(rows, max_block_entries, by_nonzeros=own_rows is None):
+
+    def block_kept(start, stop):
+        """The kept pairs of rows start..stop: `_kept_rows` pieces."""
         similarities = safe_sparse_dot(rows[start:stop], columns)
         if sp.issparse(similarities) and own_rows is None and (
                 similarities.nnz < _DENSE_ENOUGH * (stop - start) * n_rows):
             candidates = _sparse_candidates(similarities.tocsr(), start, n_neighbors,
                                             min_similarity, excluded)
-            kept.append(_kept_rows(candidates, n_neighbors, start, stop, index_dtype))
-            continue
+            return [_kept_rows(candidates, n_neighbors, start, stop, index_dtype)]
         # A dense block, or a sparse one too dense to search sparsely: dense slices of at
         # most max_block_entries.
+        pieces = []
         for first in range(start, stop, dense_step):
             last = min(first + dense_step, stop)
             block = _to_dense(similarities[first - start:last - start])
@@ -88,7 +91,15 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
                     shift = max(block.max() - min_similarity, 0.0) + 1.0
                     np.subtract(block, shift, out=block, where=outside)
             candidates = _dense_candidates(block, first, n_neighbors, min_similarity, excluded)
-            kept.append(_kept_rows(candidates, n_neighbors, first, last, index_dtype))
+            pieces.append(_kept_rows(candidates, n_neighbors, first, last, index_dtype))
+        return pieces
+
+    blocks = list(_row_blocks(rows, max_block_entries, by_nonzeros=own_rows is None))
+    # Blocks are independent and come back in order, so any number of threads gives the
+    # same graph; SciPy's sparse products and NumPy's sorts release the GIL.
+    with ThreadPoolExecutor(max(1, min(n_threads, len(blocks)))) as pool:
+        kept = [piece for pieces in pool.map(lambda block: block_kept(*block), blocks)
+                for piece in pieces]
     return _mutual_weights(kept, n_rows, index_dtype)
 
 
