@@ -466,11 +466,13 @@ def test_auto_search_prunes_from_a_number_of_types(monkeypatch):
     n_types = trigram_graph(sentences, n_neighbors=5, algorithm="exact").n_vertices
     for threshold, search in ((n_types + 1, "exact"), (n_types, "pruned")):
         monkeypatch.setattr(_trigram, "PRUNED_FROM", threshold)
-        auto = trigram_graph(sentences, n_neighbors=5, max_df=2)
+        auto = trigram_graph(sentences, n_neighbors=5, max_df=2, algorithm="auto")
         chosen = trigram_graph(sentences, n_neighbors=5, max_df=2, algorithm=search)
         assert (auto.weights != chosen.weights).nnz == 0
     exact = trigram_graph(sentences, n_neighbors=5, algorithm="exact")
     assert (auto.weights != exact.weights).nnz > 0  # the pruning took effect
+    default = trigram_graph(sentences, n_neighbors=5, max_df=2)
+    assert (default.weights != exact.weights).nnz == 0  # the default search is exact
 
 
 @pytest.mark.parametrize("algorithm", ["exact", "pruned"])
