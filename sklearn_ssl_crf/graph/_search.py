@@ -250,8 +250,8 @@ def _top_k(k, sources, targets, values, sure=None):
     ranked = sources[order]
     new_source = np.concatenate([[True], ranked[1:] != ranked[:-1]])
     group_start = np.maximum.accumulate(np.where(new_source, np.arange(ranked.size), 0))
-    first = sources[0] if sources.size else 0
-    places = k - np.bincount(sources[keep] - first, minlength=sources.size and
-                             sources[-1] - first + 1)
+    # The places each source has left after its sure candidates (sources run first..last).
+    first, last = (sources[0], sources[-1]) if sources.size else (0, -1)
+    places = k - np.bincount(sources[keep] - first, minlength=last - first + 1)
     keep[order[np.arange(ranked.size) - group_start < places[ranked - first]]] = True
     return sources[keep], targets[keep], values[keep]
