@@ -448,7 +448,9 @@ def child(args):
 
     _approximate._vector_blocks = logged_blocks
     graph_started = time.perf_counter()
-    graph = trigram_graph(text, n_neighbors=K, algorithm=args.algorithm, n_jobs=args.n_jobs)
+    share = {} if args.max_df is None else {"max_df": args.max_df}
+    graph = trigram_graph(text, n_neighbors=K, algorithm=args.algorithm, n_jobs=args.n_jobs,
+                          **share)
     seconds = time.perf_counter() - graph_started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     graph_peak = memory_mb()[1] if graph_peak_from_start else peak
@@ -461,7 +463,7 @@ def child(args):
     stage("recall done", started)
     print(json.dumps({
         "sentences": args.child, "tokens": tokens, "types": n_types,
-        "algorithm": args.algorithm, "candidates": args.candidates,
+        "algorithm": args.algorithm, "max_df": args.max_df, "candidates": args.candidates,
         "ef_search": args.ef_search, "seconds": seconds, "peak_rss_mb": graph_peak,
         "process_peak_rss_mb": peak, "text_rss_mb": text_rss, "text_peak_mb": text_peak,
         "generation_seconds": generated,
@@ -477,6 +479,8 @@ def run_child(args, size, algorithm, candidates, ef_search):
                "--data-dir", str(args.data_dir), "--sample", str(args.sample),
                "--order1", str(args.order1), "--seed", str(args.seed),
                "--n-jobs", str(args.n_jobs)]
+    if args.max_df is not None:
+        command += ["--max-df", str(args.max_df)]
     if candidates is not None:
         command += ["--candidates", str(candidates)]
     if ef_search is not None:
@@ -526,6 +530,8 @@ def graphs(args):
         name = algorithm + ("" if not knobs else
                             f" ({candidates or 2}k+1 candidates"
                             + (f", efSearch {ef_search})" if ef_search else ")"))
+        if args.max_df is not None and algorithm in ("auto", "pruned"):
+            name += f" (max_df {args.max_df:g})"
         load = os.getloadavg()[0]
         result = run_child(args, int(size), algorithm, candidates, ef_search)
         result.update(run=run, load_before=load, load_after=os.getloadavg()[0])
@@ -562,6 +568,8 @@ def main(argv=None):
                         help="vertices whose exact edges give the recall")
     parser.add_argument("--n-jobs", type=int, default=1,
                         help="trigram_graph's n_jobs (threads of its search)")
+    parser.add_argument("--max-df", type=float,
+                        help="trigram_graph's max_df for 'pruned' and 'auto' (default: its own)")
     parser.add_argument("--max-rss-mb", type=int, default=6000)
     parser.add_argument("--max-seconds", type=int, default=1800)
     parser.add_argument("--json", help="write the runs' results (stages included) here")

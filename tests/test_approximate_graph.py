@@ -105,7 +105,8 @@ def test_trigram_graph_through_the_index():
     np.testing.assert_array_equal(approximate.token_vertices, exact.token_vertices)
     recall, difference = edge_recall(exact, approximate)
     # The PMI rows' 256 SVD dimensions keep only part of the ranking (0.75 here, 0.42-0.77
-    # on UD text): the reason the trigram graph's default search is exact.
+    # on UD text): the reason the trigram graph's default search never takes it (exact
+    # here, below 'auto''s size for pruning).
     assert 0.6 < recall and difference < 1e-12, (recall, difference)
     assert (trigram_graph(X, 10, word_key="word").weights != exact.weights).nnz == 0
 

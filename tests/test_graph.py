@@ -423,9 +423,9 @@ def test_trigram_graph_keeps_k_mutual_neighbours():
     assert_same_graph(graph, brute_force_mutual_knn(full, 4))
 
 
-def pruned_reference(vectors, names, max_count):
+def pmi_similarities(vectors, names, max_count=math.inf):
     """Dot products of the unit PMI vectors over the features at most ``max_count`` types
-    have (the reference of algorithm='pruned')."""
+    have (all of them: the cosines)."""
     held = Counter(f for vector in vectors.values() for f in vector)
     unit = {}
     for trigram, vector in vectors.items():
@@ -436,19 +436,50 @@ def pruned_reference(vectors, names, max_count):
 
 
 @pytest.mark.parametrize("max_df", [3, 0.05])
-def test_pruned_search_ranks_by_the_uncommon_features(max_df):
+@pytest.mark.parametrize("dense_enough", [0.0, 2.0])
+def test_pruned_search_compares_the_pairs_the_uncommon_features_bring_together(
+        monkeypatch, max_df, dense_enough):
+    # The candidates of a type are those its features held by at most max_df of the types
+    # make similar; they are ranked, and weighted, by the cosine of all features. Both
+    # searches of a block (dense: every similarity; sparse: the nonzero ones), and the
+    # common features' term a few pairs at a time.
+    monkeypatch.setattr(_search, "_DENSE_ENOUGH", dense_enough)
+    monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", 7)
     rng = np.random.default_rng(12)
     sentences = random_sentences(rng, 60, ["the", "cats", "dogs", "sat", "walked", "a", "on",
                                            "ran", "."])
     graph = trigram_graph(sentences, n_neighbors=4, suffixes=None, algorithm="pruned",
                           max_df=max_df)
     vectors = reference_pmi_vectors(sentences)
+    names = graph.vertex_names
     max_count = max_df if isinstance(max_df, int) else math.ceil(max_df * len(vectors))
-    expected = pruned_reference(vectors, graph.vertex_names, max_count)
+    cosine = pmi_similarities(vectors, names)
+    brought_together = pmi_similarities(vectors, names, max_count) > 1e-12
     assert_valid(graph, 4)
-    assert_same_graph(graph, brute_force_mutual_knn(expected, 4), rtol=1e-9)
+    assert_same_graph(graph, brute_force_mutual_knn(cosine, 4, brought_together), rtol=1e-9)
     exact = trigram_graph(sentences, n_neighbors=4, suffixes=None, algorithm="exact")
     assert graph.weights.nnz > 50 and (graph.weights != exact.weights).nnz > 0
+
+
+@pytest.mark.parametrize("dense_enough", [0.0, 2.0])
+def test_common_rows_rank_the_candidates_the_other_rows_give(monkeypatch, dense_enough):
+    # Rows with negative entries too: a pair whose other-rows product is at most 0 is not a
+    # candidate however similar its common rows make it.
+    monkeypatch.setattr(_search, "_DENSE_ENOUGH", dense_enough)
+    monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", 5)
+    rng = np.random.default_rng(16)
+    rows = sp.random(120, 300, density=0.02, random_state=17, format="csr")
+    rows.data = rng.normal(size=rows.nnz)
+    common = sp.random(120, 3, density=0.5, random_state=18, format="csr")
+    common.data = rng.normal(size=common.nnz)
+    weights = _search._mutual_knn(rows, 4, 2000, common_rows=common)
+    other = (rows @ rows.T).toarray()
+    full = other + (common @ common.T).toarray()
+    expected = brute_force_mutual_knn(full, 4, candidates=other > 0)
+    assert np.array_equal(weights.toarray() > 0, expected > 0)
+    np.testing.assert_allclose(weights.toarray(), expected, rtol=1e-10, atol=0)
+    assert ((other <= 0) & (full > 0) & (expected == 0)).any()  # such pairs were left out
+    assert (expected != brute_force_mutual_knn(other, 4)).any()
 
 
 def test_pruned_search_without_a_common_feature_is_the_exact_search():
@@ -472,7 +503,7 @@ def test_auto_search_prunes_from_a_number_of_types(monkeypatch):
     exact = trigram_graph(sentences, n_neighbors=5, algorithm="exact")
     assert (auto.weights != exact.weights).nnz > 0  # the pruning took effect
     default = trigram_graph(sentences, n_neighbors=5, max_df=2)
-    assert (default.weights != exact.weights).nnz == 0  # the default search is exact
+    assert (default.weights != auto.weights).nnz == 0  # the default search is 'auto'
 
 
 @pytest.mark.parametrize("algorithm", ["exact", "pruned"])

@@ -24,6 +24,10 @@ SMALLEST_SIMILARITY = np.finfo(np.float64).tiny
 # Buckets of the histogram that narrows a sparse row's candidates before the exact sort.
 _N_BUCKETS = 1024
 
+# Pairs whose common features' term is computed at once (`_add_common_part`): two sparse
+# matrices of this many rows at a time.
+_PAIRS_AT_ONCE = 2**20
+
 
 def _check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -42,12 +46,16 @@ def _check_real(value, name, interval, inside):
 
 
 def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_rows=None,
-                own_weight=0.0, min_own_similarity=None, excluded=None, n_threads=1):
+                own_weight=0.0, min_own_similarity=None, common_rows=None, excluded=None,
+                n_threads=1):
     """Mutual k-NN weights for the similarities ``rows @ rows.T``, a block of rows at a time.
 
     With ``own_rows``, the similarity is ``rows @ rows.T + own_weight * own_rows @ own_rows.T``
     and, with ``min_own_similarity``, only pairs with ``own_rows[u] @ own_rows[v] >
-    min_own_similarity`` are candidates. The candidates of u are the v != u with similarity >
+    min_own_similarity`` are candidates. With ``common_rows`` (sparse), the similarity is
+    ``rows @ rows.T + common_rows @ common_rows.T`` and only pairs with ``rows[u] @ rows[v]
+    > min_similarity`` are candidates: the pairs ``rows`` brings together, compared on all
+    their features. The candidates of u are the v != u with similarity >
     ``min_similarity`` that are not ``excluded`` (so an excluded vertex has no mutual edge
     either). u keeps its ``n_neighbors`` most similar candidates, ties going to the lower
     index. (u, v) is an edge iff each keeps the other; its weight is the smaller of the two
@@ -63,6 +71,10 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     if own_rows is not None:
         own_rows = _dense_if_dense_enough(own_rows)
         own_columns = _transposed(own_rows)
+    if common_rows is not None:
+        common_rows = sp.csr_matrix(common_rows)
+        common_columns = _transposed(common_rows)
+        has_common = np.diff(common_rows.indptr) > 0
     dense_step = max(1, max_block_entries // n_rows)
     index_dtype = np.int32 if n_rows * n_neighbors < 2**31 else np.int64
 
@@ -71,7 +83,11 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
         similarities = safe_sparse_dot(rows[start:stop], columns)
         if sp.issparse(similarities) and own_rows is None and (
                 similarities.nnz < _DENSE_ENOUGH * (stop - start) * n_rows):
-            candidates = _sparse_candidates(similarities.tocsr(), start, n_neighbors,
+            similarities = similarities.tocsr()
+            if common_rows is not None:
+                _add_common_part(similarities, start, common_rows, has_common,
+                                 min_similarity)
+            candidates = _sparse_candidates(similarities, start, n_neighbors,
                                             min_similarity, excluded)
             return [_kept_rows(candidates, n_neighbors, start, stop, index_dtype)]
         # A dense block, or a sparse one too dense to search sparsely: dense slices of at
@@ -80,16 +96,20 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
         for first in range(start, stop, dense_step):
             last = min(first + dense_step, stop)
             block = _to_dense(similarities[first - start:last - start])
+            outside = None
+            if common_rows is not None:
+                outside = block <= min_similarity
+                block += _to_dense(safe_sparse_dot(common_rows[first:last], common_columns))
             if own_rows is not None:
                 own = _to_dense(safe_sparse_dot(own_rows[first:last], own_columns))
                 outside = None if min_own_similarity is None else own <= min_own_similarity
                 own *= own_weight
                 block += own
-                if outside is not None:
-                    # Shift the non-candidates below min_similarity rather than to -inf:
-                    # the partition slows threefold on rows full of equal values.
-                    shift = max(block.max() - min_similarity, 0.0) + 1.0
-                    np.subtract(block, shift, out=block, where=outside)
+            if outside is not None:
+                # Shift the non-candidates below min_similarity rather than to -inf: the
+                # partition slows threefold on rows full of equal values.
+                shift = max(block.max() - min_similarity, 0.0) + 1.0
+                np.subtract(block, shift, out=block, where=outside)
             candidates = _dense_candidates(block, first, n_neighbors, min_similarity, excluded)
             pieces.append(_kept_rows(candidates, n_neighbors, first, last, index_dtype))
         return pieces
@@ -103,14 +123,35 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     return _mutual_weights(kept, n_rows, index_dtype)
 
 
-def _without_common_columns(rows, max_count):
-    """Sparse ``rows`` without the entries of the columns that more than ``max_count`` rows
-    have (the rows' other entries unchanged, so not rescaled)."""
+def _split_common_columns(rows, max_count):
+    """Sparse ``rows`` as two parts whose sum they are: the entries of the columns that at
+    most ``max_count`` rows have, and those of the others (their columns alone), or None
+    when there are none."""
     rows = sp.csr_matrix(rows)
-    keep = np.bincount(rows.indices, minlength=rows.shape[1])[rows.indices] <= max_count
+    held = np.bincount(rows.indices, minlength=rows.shape[1])
+    if (held <= max_count).all():
+        return rows, None
+    keep = held[rows.indices] <= max_count
     running = np.concatenate([[0], np.cumsum(keep)])
-    return sp.csr_matrix((rows.data[keep], rows.indices[keep], running[rows.indptr]),
+    rare = sp.csr_matrix((rows.data[keep], rows.indices[keep], running[rows.indptr]),
                          shape=rows.shape)
+    return rare, rows[:, np.flatnonzero(held > max_count)]
+
+
+def _add_common_part(similarities, start, common_rows, has_common, min_similarity):
+    """Add ``common_rows[u] @ common_rows[v]`` to the candidates (u, v) of a sparse block of
+    similarities of rows start.. (its entries above ``min_similarity``; the others stay
+    below, out of the search), in place (`_mutual_knn`'s ``common_rows``)."""
+    values, targets = similarities.data, similarities.indices
+    sources = start + np.repeat(np.arange(similarities.shape[0]), np.diff(similarities.indptr))
+    candidate = values > min_similarity
+    # Most types have none of the few common features: only pairs of two that have some
+    # get a term.
+    both = np.flatnonzero(candidate & has_common[sources] & has_common[targets])
+    for first in range(0, both.size, _PAIRS_AT_ONCE):
+        pairs = both[first:first + _PAIRS_AT_ONCE]
+        values[pairs] += np.asarray(common_rows[sources[pairs]].multiply(
+            common_rows[targets[pairs]]).sum(axis=1)).ravel()
 
 
 def _mutual_weights(kept, n_rows, index_dtype):

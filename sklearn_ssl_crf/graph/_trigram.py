@@ -16,7 +16,7 @@ from sklearn.preprocessing import normalize
 
 from ..utils import SequenceMatrix
 from ._approximate import approximate_knn_weights
-from ._search import _check_positive_int, _mutual_knn, _without_common_columns
+from ._search import _check_positive_int, _mutual_knn, _split_common_columns
 from ._similarity_graph import SimilarityGraph, _token_positions
 
 # A number: digits with an optional sign and separators ("-2", "1,000.5", "3/4", "10:30",
@@ -50,9 +50,10 @@ _CONTEXT_TEMPLATES = {
 _SUFFIX_TEMPLATES = {"suffix(w3)w2": 3, "suffix(w1)w2": 1}
 
 
-# From this many trigram types algorithm='auto' leaves the features most types share out of
-# the search ('pruned'): the exact search's time grows with the square of the types (about 55 s at
-# 333,000 types, 23 minutes at 1.5 million) and the pruned one's less (docs/benchmarks.md).
+# From this many trigram types algorithm='auto' compares only the types that uncommon features
+# bring together ('pruned'): the exact search's time grows with the square of the types (about
+# 55 s at 333,000 types, 23 minutes at 1.5 million), and below this size it is the same graph
+# as ever (docs/benchmarks.md).
 PRUNED_FROM = 200_000
 
 
@@ -61,7 +62,7 @@ _NEEDS_WORDS = ("trigram_graph needs words: pass feature dicts or tokens (str, o
 
 
 def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
-                  max_block_entries=2**22, algorithm="exact", max_df=0.01, n_jobs=None):
+                  max_block_entries=2**22, algorithm="auto", max_df=0.01, n_jobs=None):
     """Mutual k-nearest-neighbour graph over the trigram types of text (He et al. 2013 §4.2).
 
     Every token whose word is not punctuation stands for its trigram type
@@ -90,29 +91,29 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
         About how many similarities are held at once: a block of rows is compared with all
         vertices, and the block is as large as a bound on its nonzero similarities allows
         (the feature rows are sparse; at least one row).
-    algorithm : {'exact', 'auto', 'pruned', 'hnsw'}, default='exact'
-        How each type's candidates are found and ranked. 'exact': by the cosine of the full
-        PMI rows. 'pruned': by their dot product over the features that at most ``max_df``
-        of the types have (the rows keep their full length, so the similarity is the
-        cosine less the common features' share), the usual pruning of pairwise document
-        similarity at scale: the common features make most of the exact search's products.
-        It kept 0.994-0.996 of the exact graph's edges on 20,000 English sentences and on
-        3x10^4 and 10^5 generated ones (1.5 million types: 398 s against 1,375 s);
-        its time still grows faster than the text (docs/benchmarks.md). Not the default:
-        on UD English-EWT's pool grown by the data folder's other English text (555,160
-        types) graph propagation made 45.14 % token error on the pruned graph against 42.45
-        on the exact one, though the pruned graph kept 0.995 of its edges. 'auto': 'exact'
+    algorithm : {'auto', 'exact', 'pruned', 'hnsw'}, default='auto'
+        How each type's candidates are found. 'exact': compared with every type that shares
+        a feature with it. 'pruned': with the types that share one of its features held by
+        at most ``max_df`` of the types, the usual pruning of pairwise document similarity
+        at scale (the few common features make most of the exact search's products); the
+        candidates are ranked and weighted by the cosine of the full PMI rows, so only a
+        pair that shares nothing but common features can be missed. It gave the exact graph
+        (every edge, the same weights) of the data folder's 35,157 English sentences
+        (555,160 types) in 0.48 of the time, of 20,000 of them, and of 10^5 generated
+        sentences (1.5 million types: 375 s in two threads against 1,375 s in one);
+        its time still grows faster than the text (docs/benchmarks.md). 'auto': 'exact'
         below 200,000 types (about 10,000 sentences), 'pruned' from there. 'hnsw' searches
         faiss's approximate index over the PMI rows reduced to 256 dimensions by truncated
         SVD, then scores the candidates exactly; no 'auto' switches to it: the SVD keeps
         too little of the PMI rows' ranking (42-77 % of the exact graph's edges on the UD
         pools of 18,000-38,000 types, 2 % on 1.5 million types of synthetic text).
     max_df : float in (0, 1] or int, default=0.01
-        For 'pruned' (and 'auto' from 200,000 types): the features held by more than this
-        share of the types (float) or this number of types (int) are left out of the
-        similarities, as in scikit-learn's ``CountVectorizer``. Ignored otherwise. With
-        0.003 the search is faster (about a quarter of the exact search's time at 333,000
-        types) but graph propagation lost 0.35-1.25 points on the UD pools.
+        For 'pruned' (and 'auto' from 200,000 types): a type is not a candidate of another
+        for sharing only features held by more than this share of the types (float) or this
+        number of types (int), as in scikit-learn's ``CountVectorizer``. Ignored otherwise.
+        Lower is faster and misses more: on 20,000 English sentences (333,000 types) 1,000
+        types kept 0.9998 of the exact graph's edges in 0.69 of 0.01's time, 300 types
+        0.98.
     n_jobs : int, default=None
         Threads that search blocks of types at once (None: 1; -1: as many as joblib finds
         cores), with the same graph for any number. Two threads took 0.62 of one's time on
@@ -184,10 +185,12 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
     if algorithm == "hnsw":
         weights = approximate_knn_weights(features, n_neighbors)
     else:
+        common = None
         if algorithm == "pruned":
             most = max_df if isinstance(max_df, int) else math.ceil(max_df * len(names))
-            features = _without_common_columns(features, most)
-        weights = _mutual_knn(features, n_neighbors, max_block_entries, n_threads=n_threads)
+            features, common = _split_common_columns(features, most)
+        weights = _mutual_knn(features, n_neighbors, max_block_entries, common_rows=common,
+                              n_threads=n_threads)
     return SimilarityGraph(weights, token_vertices, names)
 
 
