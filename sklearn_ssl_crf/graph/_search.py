@@ -24,6 +24,10 @@ SMALLEST_SIMILARITY = np.finfo(np.float64).tiny
 # Buckets of the histogram that narrows a sparse row's candidates before the exact sort.
 _N_BUCKETS = 1024
 
+# Blocks of rows in which the mutual pairs are found (`_mutual_weights`): a sixteenth of
+# the kept pairs held twice at a time, against the sparse transpose's two copies of them all.
+_MUTUAL_BLOCKS = 16
+
 # Pairs whose common features' term is computed at once (`_add_common_part`): two sparse
 # matrices of this many rows at a time.
 _PAIRS_AT_ONCE = 2**20
@@ -156,14 +160,22 @@ def _add_common_part(similarities, start, common_rows, has_common, min_similarit
 
 def _mutual_weights(kept, n_rows, index_dtype):
     """The symmetric weights of the mutual pairs among the kept ones (``_kept_rows`` pieces
-    of consecutive blocks of rows): each weight the smaller of the pair's two values."""
-    counts, targets, values = (np.concatenate(parts) for parts in zip(*kept))
-    del kept
+    of consecutive blocks of rows; the list is emptied): each weight the smaller of the
+    pair's two values."""
+    counts, targets, values = (list(parts) for parts in zip(*kept))
+    kept.clear()  # each array's pieces go once it is joined
+    counts, targets, values = (np.concatenate(parts) for parts in (counts, targets, values))
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
     directed = sp.csr_matrix((values, targets, indptr), shape=(n_rows, n_rows))
     directed.sort_indices()
+    del counts, targets, values, indptr
     # Absent entries are 0 and kept values positive, so the minimum keeps mutual pairs only.
-    weights = sp.csr_matrix(directed.minimum(directed.T))
+    # Row blocks against the same columns' transpose: a block's worth of temporary pairs,
+    # not a transposed copy of them all and a result sized for both.
+    inner = np.searchsorted(directed.indptr, np.linspace(0, directed.nnz, _MUTUAL_BLOCKS + 1))
+    bounds = np.unique(np.concatenate([[0], np.clip(inner, 0, n_rows), [n_rows]]))
+    weights = sp.vstack([directed[start:stop].minimum(directed[:, start:stop].T)
+                         for start, stop in zip(bounds[:-1], bounds[1:])], format="csr")
     weights.eliminate_zeros()
     return weights
 
