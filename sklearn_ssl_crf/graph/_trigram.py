@@ -392,38 +392,50 @@ def _tuple_keys(columns, sizes):
 
 def _pmi_features(window, vertex_of_occurrence, n_vertices, words, suffixes):
     """Unit-length rows of PMI(f, t) over the features f of the occurrences of each type t."""
+    templates = _templates(window, words, suffixes)
+    n_templates = len(_TRIGRAM_TEMPLATES) + len(_CONTEXT_TEMPLATES) + (
+        len(_SUFFIX_TEMPLATES) if suffixes else 0)
+    # A template has at most one feature per occurrence: the index dtype is known up front,
+    # and int32 almost always. Each template's PMI values are made as its pairs are counted;
+    # the pairs of all templates are the largest memory here.
+    most = max(n_vertices, n_templates * vertex_of_occurrence.size)
+    index_dtype = np.int32 if most < 2**31 else np.int64
+    type_counts = np.bincount(vertex_of_occurrence, minlength=n_vertices)
+    log_total = np.log(vertex_of_occurrence.size)
+    rows, columns, pmi = [], [], []
+    n_features = 0
+    for template_columns, sizes, present in templates:
+        uniques, feature = np.unique(_tuple_keys(template_columns, sizes), return_inverse=True)
+        feature = feature.ravel()
+        vertex = vertex_of_occurrence if present is None else vertex_of_occurrence[present]
+        pairs, counts = np.unique(vertex * uniques.size + feature, return_counts=True)
+        feature_counts = np.bincount(feature, minlength=uniques.size)
+        row, column = pairs // uniques.size, pairs % uniques.size
+        pmi.append(np.log(counts) + log_total - np.log(feature_counts[column])
+                   - np.log(type_counts[row]))
+        rows.append(row.astype(index_dtype))
+        columns.append((column + n_features).astype(index_dtype))
+        n_features += uniques.size
+    features = sp.csr_matrix((np.concatenate(pmi), (np.concatenate(rows),
+                                                    np.concatenate(columns))),
+                             shape=(n_vertices, n_features))
+    return normalize(features, copy=False)
+
+
+def _templates(window, words, suffixes):
+    """``(columns, sizes, present)`` of each feature template in turn (made one at a time:
+    each is as long as the text): the word codes that make its features at each occurrence
+    (of ``sizes`` values each), and which occurrences have one (None: all)."""
     n_words = len(words)
-    templates = [(window[list(positions)], [n_words] * len(positions), None)
-                 for positions in chain(_TRIGRAM_TEMPLATES.values(),
-                                        _CONTEXT_TEMPLATES.values())]
+    for positions in chain(_TRIGRAM_TEMPLATES.values(), _CONTEXT_TEMPLATES.values()):
+        yield window[list(positions)], [n_words] * len(positions), None
     if suffixes:
         suffix_of_word = _suffix_codes(words[:-2], suffixes)
         suffix_of_word = np.concatenate([suffix_of_word, [-1, -1]])  # the padding words
         for position in _SUFFIX_TEMPLATES.values():
             suffix = suffix_of_word[window[position]]
             present = suffix >= 0
-            columns = [suffix[present], window[2, present]]
-            templates.append((columns, [len(suffixes), n_words], present))
-    rows, columns, pair_counts, feature_counts = [], [], [], []
-    n_features = 0
-    for template_columns, sizes, present in templates:
-        keys = _tuple_keys(template_columns, sizes)
-        uniques, feature = np.unique(keys, return_inverse=True)
-        feature = feature.ravel()
-        vertex = vertex_of_occurrence if present is None else vertex_of_occurrence[present]
-        pairs, counts = np.unique(vertex * uniques.size + feature, return_counts=True)
-        rows.append(pairs // uniques.size)
-        columns.append(pairs % uniques.size + n_features)
-        pair_counts.append(counts)
-        feature_counts.append(np.bincount(feature, minlength=uniques.size))
-        n_features += uniques.size
-    rows, columns = np.concatenate(rows), np.concatenate(columns)
-    feature_counts = np.concatenate(feature_counts)
-    type_counts = np.bincount(vertex_of_occurrence, minlength=n_vertices)
-    pmi = (np.log(np.concatenate(pair_counts)) + np.log(vertex_of_occurrence.size)
-           - np.log(feature_counts[columns]) - np.log(type_counts[rows]))
-    features = sp.csr_matrix((pmi, (rows, columns)), shape=(n_vertices, n_features))
-    return normalize(features)
+            yield [suffix[present], window[2, present]], [len(suffixes), n_words], present
 
 
 def _suffix_codes(words, suffixes):
