@@ -13,6 +13,7 @@ from test_graph_pr import word_graph
 from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, SelfTrainingCRF
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.features import SequenceVectorizer
+from sklearn_ssl_crf.graph import knn_graph, trigram_graph
 from sklearn_ssl_crf.objective._weights import chunk_unlabeled_terms
 from sklearn_ssl_crf.parallel import ChunkedSequences, _backends, _chunked
 
@@ -131,6 +132,36 @@ def test_graph_pr_on_a_cluster_is_the_one_process_model(client, monkeypatch):
         cluster = fixed(GraphPRCRF(**params)).fit(X, y_partial)
     np.testing.assert_array_equal(one.state_weights_, cluster.state_weights_)
     assert one.transduction_ == cluster.transduction_
+
+
+def test_graph_searches_on_the_workers_give_the_one_process_graph(client, monkeypatch):
+    # Blocks of a few rows: many tasks. The trigram graph's exact and pruned searches (the
+    # common features' term on the workers too), and the k-NN graph's mixed similarity
+    # with a floor (its own rows and their transpose made again on the workers).
+    mapped, scattered = [], []
+    scatter, map_ = distributed.Client.scatter, distributed.Client.map
+    monkeypatch.setattr(distributed.Client, "scatter", lambda self, data, **kw: (
+        scattered.append(kw.get("broadcast")) or scatter(self, data, **kw)))
+    monkeypatch.setattr(distributed.Client, "map", lambda self, function, *iterables, **kw: (
+        mapped.append(len(iterables[0])) or map_(self, function, *iterables, **kw)))
+    X, _ = make_sequences(300, features="dict", random_state=0)
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(150, 8))
+    builds = [lambda: trigram_graph(X, 10, word_key="word", max_block_entries=2000,
+                                    algorithm="exact"),
+              lambda: trigram_graph(X, 10, word_key="word", max_block_entries=2000,
+                                    algorithm="pruned", max_df=0.05),
+              lambda: knn_graph([rows], 5, min_similarity=0.1, self_weight=0.5,
+                                max_block_entries=300)]
+    for build in builds:
+        one = build().weights
+        with parallel_config(backend="dask"):
+            cluster = build().weights
+        assert one.nnz > 0 and mapped[-1] > 4
+        for name in ("indptr", "indices", "data"):
+            np.testing.assert_array_equal(getattr(one, name), getattr(cluster, name))
+    # Each graph's search sent to every worker once, then one task per block.
+    assert scattered == [True] * 3 and len(mapped) == 3
 
 
 def test_self_training_labels_on_the_workers(client, traffic, monkeypatch):

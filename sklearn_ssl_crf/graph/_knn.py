@@ -39,7 +39,9 @@ def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
     max_block_entries : int, default=2**22
         About how many similarities are held at once: a block of rows is compared with all
         tokens, ``block rows x n_tokens <= max_block_entries`` (at least one row; blocks of
-        sparse rows are sized by a bound on their nonzero similarities instead).
+        sparse rows are sized by a bound on their nonzero similarities instead). Inside
+        joblib's dask backend the blocks are searched on the cluster's workers, with the
+        same graph.
     algorithm : {'auto', 'exact', 'hnsw'}, default='auto'
         How each token's candidates are found. 'exact': compared with every token, in
         blocks (time grows with the square of the tokens: about 3 minutes for 10^5 rows of

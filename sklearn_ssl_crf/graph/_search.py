@@ -1,7 +1,8 @@
 """The mutual k-nearest-neighbour search both graph builders share (He et al. 2013 §4.1):
 rows of unit vectors are compared a block of rows at a time and only the k best of each row
 are kept, so memory stays about ``n_vertices * k`` plus one block, never
-``n_vertices ** 2``.
+``n_vertices ** 2``. The blocks are searched in threads, or, inside joblib's dask backend,
+as tasks on the cluster's workers; either way the same graph as one thread.
 """
 
 import numbers
@@ -10,6 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
+
+from ..utils import dask_client
 
 # Above this fraction of nonzeros, dense arithmetic beats sparse: feature rows are compared
 # with BLAS, and a block of similarities is searched with a partition per row rather than
@@ -68,63 +71,114 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     similarities at a time, dense or (for sparse rows) the nonzeros of a sparse block, in
     each of ``n_threads`` threads, which search blocks at once.
     """
-    min_similarity = max(min_similarity, SMALLEST_SIMILARITY)
-    rows = _dense_if_dense_enough(rows)
-    n_rows = rows.shape[0]
-    columns = _transposed(rows)
-    if own_rows is not None:
-        own_rows = _dense_if_dense_enough(own_rows)
-        own_columns = _transposed(own_rows)
-    if common_rows is not None:
-        common_rows = sp.csr_matrix(common_rows)
-        common_columns = _transposed(common_rows)
-        has_common = np.diff(common_rows.indptr) > 0
-    dense_step = max(1, max_block_entries // n_rows)
-    index_dtype = np.int32 if n_rows * n_neighbors < 2**31 else np.int64
+    search = _BlockSearch(rows, n_neighbors, max_block_entries,
+                          max(min_similarity, SMALLEST_SIMILARITY), own_rows, own_weight,
+                          min_own_similarity, common_rows, excluded)
+    blocks = list(_row_blocks(search.rows, max_block_entries, by_nonzeros=own_rows is None))
+    client = dask_client()
+    if client is not None and len(blocks) > 1:
+        kept = _cluster_blocks(client, search, blocks)
+    else:
+        # Blocks are independent and come back in order, so any number of threads gives
+        # the same graph; SciPy's sparse products and NumPy's sorts release the GIL.
+        with ThreadPoolExecutor(max(1, min(n_threads, len(blocks)))) as pool:
+            kept = [piece for pieces in pool.map(search, *zip(*blocks)) for piece in pieces]
+    n_rows, index_dtype = search.n_rows, search.index_dtype
+    del search  # its transposed rows, before the pairs are matched
+    return _mutual_weights(kept, n_rows, index_dtype)
 
-    def block_kept(start, stop):
-        """The kept pairs of rows start..stop: `_kept_rows` pieces."""
-        similarities = safe_sparse_dot(rows[start:stop], columns)
-        if sp.issparse(similarities) and own_rows is None and (
-                similarities.nnz < _DENSE_ENOUGH * (stop - start) * n_rows):
+
+class _BlockSearch:
+    """The search of one block of rows of `_mutual_knn` (its parameters; ``search(start,
+    stop)`` gives the block's kept pairs, `_kept_rows` pieces). Pickled without the
+    transposed rows, which a dask worker makes again from the rows it is sent."""
+
+    def __init__(self, rows, n_neighbors, max_block_entries, min_similarity, own_rows,
+                 own_weight, min_own_similarity, common_rows, excluded):
+        self.rows = _dense_if_dense_enough(rows)
+        self.n_rows = self.rows.shape[0]
+        self.own_rows = None if own_rows is None else _dense_if_dense_enough(own_rows)
+        self.common_rows = None if common_rows is None else sp.csr_matrix(common_rows)
+        self.has_common = (None if common_rows is None else
+                           np.diff(self.common_rows.indptr) > 0)
+        self.n_neighbors, self.min_similarity = n_neighbors, min_similarity
+        self.own_weight, self.min_own_similarity = own_weight, min_own_similarity
+        self.excluded = excluded
+        self.dense_step = max(1, max_block_entries // self.n_rows)
+        self.index_dtype = np.int32 if self.n_rows * n_neighbors < 2**31 else np.int64
+        self._transpose()
+
+    def _transpose(self):
+        self.columns = _transposed(self.rows)
+        self.own_columns = None if self.own_rows is None else _transposed(self.own_rows)
+        self.common_columns = (None if self.common_rows is None else
+                               _transposed(self.common_rows))
+
+    def __getstate__(self):
+        return {name: value for name, value in vars(self).items()
+                if name not in ("columns", "own_columns", "common_columns")}
+
+    def __setstate__(self, state):
+        vars(self).update(state)
+        self._transpose()
+
+    def __call__(self, start, stop):
+        similarities = safe_sparse_dot(self.rows[start:stop], self.columns)
+        if sp.issparse(similarities) and self.own_rows is None and (
+                similarities.nnz < _DENSE_ENOUGH * (stop - start) * self.n_rows):
             similarities = similarities.tocsr()
-            if common_rows is not None:
-                _add_common_part(similarities, start, common_rows, has_common,
-                                 min_similarity)
-            candidates = _sparse_candidates(similarities, start, n_neighbors,
-                                            min_similarity, excluded)
-            return [_kept_rows(candidates, n_neighbors, start, stop, index_dtype)]
+            if self.common_rows is not None:
+                _add_common_part(similarities, start, self.common_rows, self.has_common,
+                                 self.min_similarity)
+            candidates = _sparse_candidates(similarities, start, self.n_neighbors,
+                                            self.min_similarity, self.excluded)
+            return [_kept_rows(candidates, self.n_neighbors, start, stop, self.index_dtype)]
         # A dense block, or a sparse one too dense to search sparsely: dense slices of at
         # most max_block_entries.
         pieces = []
-        for first in range(start, stop, dense_step):
-            last = min(first + dense_step, stop)
-            block = _to_dense(similarities[first - start:last - start])
-            outside = None
-            if common_rows is not None:
-                outside = block <= min_similarity
-                block += _to_dense(safe_sparse_dot(common_rows[first:last], common_columns))
-            if own_rows is not None:
-                own = _to_dense(safe_sparse_dot(own_rows[first:last], own_columns))
-                outside = None if min_own_similarity is None else own <= min_own_similarity
-                own *= own_weight
-                block += own
-            if outside is not None:
-                # Shift the non-candidates below min_similarity rather than to -inf: the
-                # partition slows threefold on rows full of equal values.
-                shift = max(block.max() - min_similarity, 0.0) + 1.0
-                np.subtract(block, shift, out=block, where=outside)
-            candidates = _dense_candidates(block, first, n_neighbors, min_similarity, excluded)
-            pieces.append(_kept_rows(candidates, n_neighbors, first, last, index_dtype))
+        for first in range(start, stop, self.dense_step):
+            last = min(first + self.dense_step, stop)
+            block = self._dense_block(_to_dense(similarities[first - start:last - start]),
+                                      first, last)
+            candidates = _dense_candidates(block, first, self.n_neighbors,
+                                           self.min_similarity, self.excluded)
+            pieces.append(_kept_rows(candidates, self.n_neighbors, first, last,
+                                     self.index_dtype))
         return pieces
 
-    blocks = list(_row_blocks(rows, max_block_entries, by_nonzeros=own_rows is None))
-    # Blocks are independent and come back in order, so any number of threads gives the
-    # same graph; SciPy's sparse products and NumPy's sorts release the GIL.
-    with ThreadPoolExecutor(max(1, min(n_threads, len(blocks)))) as pool:
-        kept = [piece for pieces in pool.map(lambda block: block_kept(*block), blocks)
-                for piece in pieces]
-    return _mutual_weights(kept, n_rows, index_dtype)
+    def _dense_block(self, block, first, last):
+        """The similarities of rows first..last, ``block`` of ``rows``, with the own and
+        common rows' terms; the pairs that are not candidates below ``min_similarity``."""
+        outside = None
+        if self.common_rows is not None:
+            outside = block <= self.min_similarity
+            block += _to_dense(safe_sparse_dot(self.common_rows[first:last],
+                                               self.common_columns))
+        if self.own_rows is not None:
+            own = _to_dense(safe_sparse_dot(self.own_rows[first:last], self.own_columns))
+            if self.min_own_similarity is not None:
+                outside = own <= self.min_own_similarity
+            own *= self.own_weight
+            block += own
+        if outside is not None:
+            # Shift the non-candidates below min_similarity rather than to -inf: the
+            # partition slows threefold on rows full of equal values.
+            shift = max(block.max() - self.min_similarity, 0.0) + 1.0
+            np.subtract(block, shift, out=block, where=outside)
+        return block
+
+
+def _cluster_blocks(client, search, blocks):
+    """The kept pairs of ``blocks`` searched on the workers of a dask cluster: the search
+    (its rows) sent to every worker once, one task per block, the pieces back in order, so
+    the same graph as in one process."""
+    held = client.scatter(search, broadcast=True, hash=False)
+    futures = client.map(_search_block, [held] * len(blocks), *zip(*blocks), pure=False)
+    return [piece for pieces in client.gather(futures) for piece in pieces]
+
+
+def _search_block(search, start, stop):
+    return search(start, stop)
 
 
 def _split_common_columns(rows, max_count):

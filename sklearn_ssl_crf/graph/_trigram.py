@@ -117,7 +117,9 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
     n_jobs : int, default=None
         Threads that search blocks of types at once (None: 1; -1: as many as joblib finds
         cores), with the same graph for any number. Two threads took 0.62 of one's time on
-        the pruned search of 20,000 sentences (2 cores); each holds its own block.
+        the pruned search of 20,000 sentences (2 cores); each holds its own block. Inside
+        joblib's dask backend (``parallel_config(backend="dask")``) the blocks are searched
+        on the cluster's workers instead, with the same graph.
 
     Returns
     -------

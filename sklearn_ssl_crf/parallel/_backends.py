@@ -102,16 +102,6 @@ class _ClusterChunks:
 _thread_state = threading.local()
 
 
-def _dask_client():
-    """The dask client of the active joblib backend (``parallel_config(backend="dask")``),
-    or None."""
-    backend, _ = joblib.parallel.get_active_backend()
-    # Checked by name, so that dask is imported only where it is in use.
-    if type(backend).__name__ != "DaskDistributedBackend":
-        return None
-    return backend.client
-
-
 def _evaluate_held(ranges, held, function, args, reduce):
     """On a dask worker: `_range_results` of some tree ranges of the chunks it holds
     (``held``: chunk index -> chunk)."""

@@ -16,8 +16,8 @@ from joblib import effective_n_jobs
 
 from ..inference import Workspace
 from ..potentials import PackedSequences
-from ..utils import release_freed_memory
-from ._backends import _ClusterChunks, _dask_client, _stored_results
+from ..utils import dask_client, release_freed_memory
+from ._backends import _ClusterChunks, _stored_results
 from ._tree import _range_sum, _tree_ranges
 
 #: Tokens per chunk: large enough for NumPy to work on big blocks, small enough that a
@@ -73,7 +73,7 @@ class ChunkedSequences:
         self._workspace = Workspace()
         self._paths = self._cluster = None
         shared = effective_n_jobs(n_jobs) > 1 and len(bounds) > 1
-        client = _dask_client() if shared else None
+        client = dask_client() if shared else None
         folder = self._new_folder() if shared and client is None else None
         rows_of = _RowReader(parts)
         self.chunks = []

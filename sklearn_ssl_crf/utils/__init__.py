@@ -9,7 +9,7 @@ from ._memory_needs import check_fit_memory, check_memory
 from ._random import fit_random_state
 from ._sequences import SequenceMatrix, UnlabeledSequences, sequence_lists
 from ._tags import LabelledSequenceTagsMixin, SequenceTagsMixin
-from ._threads import single_threaded_blas
+from ._threads import dask_client, single_threaded_blas
 from ._validation import (
     MAX_FEATURE_VALUE,
     as_sequence_list,
@@ -31,7 +31,7 @@ __all__ = [
     "KeywordOnlyParameters", "LabelledSequenceTagsMixin", "MAX_FEATURE_VALUE", "SequenceMatrix",
     "SequenceTagsMixin", "UnlabeledSequences", "as_sequence_list", "atomic_path",
     "check_feature_values", "check_fit_memory", "check_labels", "check_memory",
-    "concatenate_inputs", "encode_labels", "feature_value_error", "fit_random_state",
+    "concatenate_inputs", "dask_client", "encode_labels", "feature_value_error", "fit_random_state",
     "is_matrix_input", "matrices_to_sequence_matrix",
     "not_sequences_error", "open_regular_file",
     "release_freed_memory", "select_sequences", "sequence_lengths", "sequence_lists",
