@@ -147,8 +147,9 @@ class _BlockSearch:
         return pieces
 
     def _dense_block(self, block, first, last):
-        """The similarities of rows first..last, ``block`` of ``rows``, with the own and
-        common rows' terms; the pairs that are not candidates below ``min_similarity``."""
+        """``block``, the similarities of rows first..last over ``rows``, with the own and
+        common rows' terms added; the pairs that are not candidates below
+        ``min_similarity``."""
         outside = None
         if self.common_rows is not None:
             outside = block <= self.min_similarity
@@ -217,8 +218,11 @@ def _mutual_weights(kept, n_rows, index_dtype):
     of consecutive blocks of rows; the list is emptied): each weight the smaller of the
     pair's two values."""
     counts, targets, values = (list(parts) for parts in zip(*kept))
-    kept.clear()  # each array's pieces go once it is joined
-    counts, targets, values = (np.concatenate(parts) for parts in (counts, targets, values))
+    kept.clear()
+    # One array at a time, so each one's pieces go once it is joined.
+    counts = np.concatenate(counts)
+    targets = np.concatenate(targets)
+    values = np.concatenate(values)
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
     directed = sp.csr_matrix((values, targets, indptr), shape=(n_rows, n_rows))
     directed.sort_indices()
