@@ -1,5 +1,5 @@
 """Small helpers every layer may use: sequences and their validation, label tags,
-threads, memory, files written atomically, interruptions."""
+threads and the dask cluster in use, memory, files written atomically, interruptions."""
 
 from ._files import atomic_path, open_regular_file
 from ._interruption import unchanged_on_failure, unfitted_on_failure
