@@ -127,10 +127,12 @@ class _BlockSearch:
         if sp.issparse(similarities) and self.own_rows is None and (
                 similarities.nnz < _DENSE_ENOUGH * (stop - start) * self.n_rows):
             similarities = similarities.tocsr()
+            # The block row of every similarity, made once for both passes over them.
+            local = np.repeat(np.arange(stop - start), np.diff(similarities.indptr))
             if self.common_rows is not None:
-                _add_common_part(similarities, start, self.common_rows, self.has_common,
-                                 self.min_similarity)
-            candidates = _sparse_candidates(similarities, start, self.n_neighbors,
+                _add_common_part(similarities, local, start, self.common_rows,
+                                 self.has_common, self.min_similarity)
+            candidates = _sparse_candidates(similarities, local, start, self.n_neighbors,
                                             self.min_similarity, self.excluded)
             return [_kept_rows(candidates, self.n_neighbors, start, stop, self.index_dtype)]
         # A dense block, or a sparse one too dense to search sparsely: dense slices of at
@@ -197,19 +199,20 @@ def _split_common_columns(rows, max_count):
     return rare, rows[:, np.flatnonzero(held > max_count)]
 
 
-def _add_common_part(similarities, start, common_rows, has_common, min_similarity):
+def _add_common_part(similarities, local, start, common_rows, has_common, min_similarity):
     """Add ``common_rows[u] @ common_rows[v]`` to the candidates (u, v) of a sparse block of
     similarities of rows start.. (its entries above ``min_similarity``; the others stay
-    below, out of the search), in place (`_mutual_knn`'s ``common_rows``)."""
+    below, out of the search), in place (`_mutual_knn`'s ``common_rows``). ``local``: each
+    entry's row in the block."""
     values, targets = similarities.data, similarities.indices
-    sources = start + np.repeat(np.arange(similarities.shape[0]), np.diff(similarities.indptr))
-    candidate = values > min_similarity
+    block_has_common = has_common[start:start + similarities.shape[0]]
     # Most types have none of the few common features: only pairs of two that have some
     # get a term.
-    both = np.flatnonzero(candidate & has_common[sources] & has_common[targets])
+    both = np.flatnonzero((values > min_similarity) & block_has_common[local]
+                          & has_common[targets])
     for first in range(0, both.size, _PAIRS_AT_ONCE):
         pairs = both[first:first + _PAIRS_AT_ONCE]
-        values[pairs] += np.asarray(common_rows[sources[pairs]].multiply(
+        values[pairs] += np.asarray(common_rows[start + local[pairs]].multiply(
             common_rows[targets[pairs]]).sum(axis=1)).ravel()
 
 
@@ -288,13 +291,12 @@ def _to_dense(similarities):
     return similarities.toarray() if sp.issparse(similarities) else np.asarray(similarities)
 
 
-def _sparse_candidates(similarities, start, n_neighbors, min_similarity, excluded):
+def _sparse_candidates(similarities, local, start, n_neighbors, min_similarity, excluded):
     """(row, column, similarity, sure) of a sparse block's candidates that can be among the k
     best of their row (a superset: all of the bucket that holds the row's k-th best); ``sure``
-    marks those that are among them (`_top_k`)."""
+    marks those that are among them (`_top_k`). ``local``: each entry's row in the block."""
     n_block = similarities.shape[0]
     indptr, targets, values = similarities.indptr, similarities.indices, similarities.data
-    local = np.repeat(np.arange(n_block), np.diff(indptr))
     keep = (values > min_similarity) & (local != targets - start)
     if excluded is not None:
         keep &= ~excluded[targets]

@@ -394,19 +394,17 @@ def _tuple_keys(columns, sizes):
 
 def _pmi_features(window, vertex_of_occurrence, n_vertices, words, suffixes):
     """Unit-length rows of PMI(f, t) over the features f of the occurrences of each type t."""
-    templates = _templates(window, words, suffixes)
-    n_templates = len(_TRIGRAM_TEMPLATES) + len(_CONTEXT_TEMPLATES) + (
-        len(_SUFFIX_TEMPLATES) if suffixes else 0)
     # A template has at most one feature per occurrence: the index dtype is known up front,
     # and int32 almost always. Each template's PMI values are made as its pairs are counted;
     # the pairs of all templates are the largest memory here.
+    n_templates = len(_TRIGRAM_TEMPLATES) + len(_CONTEXT_TEMPLATES) + len(_SUFFIX_TEMPLATES)
     most = max(n_vertices, n_templates * vertex_of_occurrence.size)
     index_dtype = np.int32 if most < 2**31 else np.int64
     type_counts = np.bincount(vertex_of_occurrence, minlength=n_vertices)
     log_total = np.log(vertex_of_occurrence.size)
     rows, columns, pmi = [], [], []
     n_features = 0
-    for template_columns, sizes, present in templates:
+    for template_columns, sizes, present in _templates(window, words, suffixes):
         uniques, feature = np.unique(_tuple_keys(template_columns, sizes), return_inverse=True)
         feature = feature.ravel()
         vertex = vertex_of_occurrence if present is None else vertex_of_occurrence[present]
