@@ -16,11 +16,15 @@ test, BC2GM train + devel + test: 31,179, shuffled with seed 0), for each ``n`` 
 ``--sizes``. At each size `GraphPRCRF(graph='trigram')` and `GraphPropagation(graph=
 'trigram')` with their defaults on the whole pool (features and graph of the pool), scored
 on the same EWT tokens (token error), against `CRFCV()` on the 100 labelled sentences.
+``--selection-unlabelled N|all`` sets graph-PR's ``selection_unlabeled`` (default: its
+own), and ``--fixed`` also times the fixed-setting fit that the default fit's refit
+replays (its settings, its number of EM iterations, no selection).
 
 Usage (from ``benchmarks/``)::
 
     OPENBLAS_NUM_THREADS=1 python bench_pool_growth.py --part ner --draws 1 --sizes 2000 5000 all
     OPENBLAS_NUM_THREADS=1 python bench_pool_growth.py --part pos --draws 1 --sizes 0 6000 all
+    OPENBLAS_NUM_THREADS=1 python bench_pool_growth.py --part pos --sizes all --fixed
 """
 
 import argparse
@@ -32,6 +36,7 @@ import numpy as np
 from bench_defaults import language_pool, pos_pool, timed_fit
 from bench_graph_pr import token_errors
 from conll_features import DEFAULT_DATA
+from sklearn.base import clone
 
 from sklearn_ssl_crf import (
     CRFCV,
@@ -47,7 +52,7 @@ from sklearn_ssl_crf.metrics import span_f1_score
 N_LABELLED = 200
 
 
-def pool_draw(draw, sizes, X_train, y_train, X_test, y_test, record):
+def pool_draw(draw, sizes, options, X_train, y_train, X_test, y_test, record):
     """Fill ``record`` (a dict, saved by the caller after each step) for one draw."""
     order = np.random.default_rng(draw).permutation(len(X_train))
     labelled, rest = order[:N_LABELLED], order[N_LABELLED:]
@@ -91,8 +96,11 @@ def other_english(data_dir):
     return [text[i] for i in np.random.default_rng(0).permutation(len(text))]
 
 
-def pos_growth_draw(draw, sizes, sentences, tags, extra, record):
+def pos_growth_draw(draw, sizes, options, sentences, tags, extra, record):
     """Fill ``record`` for one POS draw (the EWT pool grown by ``extra``'s sentences)."""
+    sample = options.selection_unlabelled
+    settings = {} if sample is None else {
+        "selection_unlabeled": None if sample == "all" else int(sample)}
     X, y_partial, gold, n = pos_pool(draw, sentences, tags)
     n_scored = len(gold)
     if "CRFCV" not in record:
@@ -104,19 +112,26 @@ def pos_growth_draw(draw, sizes, sentences, tags, extra, record):
     words = [sentences[i] for i in ewt]  # labelled first, as pos_pool orders them
     for size in sizes:
         m = len(extra) if size == "all" else int(size)
-        if f"PR {m}" in record:
+        key = f"PR {m}" + ("" if sample is None else f" sample {sample}")
+        if key in record:
             continue
         pool = WindowFeatures(window=1, suffixes=(1, 2, 3)).fit_transform(words + extra[:m])
         partial = y_partial + [None] * m
         gp, gp_seconds = timed_fit(GraphPropagation(graph="trigram"), pool, partial)
-        pr, seconds = timed_fit(GraphPRCRF(graph="trigram", random_state=draw), pool,
-                                partial)
-        record[f"PR {m}"] = {
+        pr, seconds = timed_fit(GraphPRCRF(graph="trigram", random_state=draw, **settings),
+                                pool, partial)
+        fixed = None
+        if options.fixed:
+            replay = clone(pr).set_params(early_stopping=False, **pr.best_params_,
+                                          em_iterations=pr.best_iteration_)
+            fixed = timed_fit(replay, pool, partial)[1]
+        record[key] = {
             "extra": m, "error": token_errors(pr.transduction_[n:n + n_scored], gold),
             "seconds": seconds, "best_params": pr.best_params_,
             "best_iteration": pr.best_iteration_,
             "GP error": token_errors(gp.transduction_[n:n + n_scored], gold),
-            "GP seconds": gp_seconds}
+            "GP seconds": gp_seconds, "selection_unlabeled": pr.selection_unlabeled,
+            "fixed_seconds": fixed}
         yield
 
 
@@ -126,9 +141,9 @@ def report(part, records):
               "featurise seconds | chosen |")
         print("|---:|---:|---:|---:|---:|---:|---|")
     else:
-        print("| draw | other sentences | CRFCV | GP | PR | gain over the better | PR seconds "
-              "| chosen |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---|")
+        print("| draw | other sentences | sample | CRFCV | GP | PR | gain over the better | "
+              "PR seconds | fixed fit s | chosen |")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for draw, record in sorted(records.items()):
         for key, row in record.items():
             if key.startswith("ER clusters"):
@@ -139,9 +154,12 @@ def report(part, records):
                       f"{row['best_iteration']} its |")
             elif key.startswith("PR "):
                 better = min(record["CRFCV"]["error"], row["GP error"])
-                print(f"| {draw} | {row['extra']:,} | {record['CRFCV']['error']:.2f} | "
+                fixed = row.get("fixed_seconds")
+                print(f"| {draw} | {row['extra']:,} | {row.get('selection_unlabeled', 'all')} "
+                      f"| {record['CRFCV']['error']:.2f} | "
                       f"{row['GP error']:.2f} | {row['error']:.2f} | "
                       f"{better - row['error']:+.2f} | {row['seconds']:.0f} | "
+                      f"{'-' if fixed is None else f'{fixed:.0f}'} | "
                       f"{row['best_params']}, {row['best_iteration']} its |")
 
 
@@ -153,6 +171,10 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=1)
     parser.add_argument("--first-draw", type=int, default=0)
     parser.add_argument("--sizes", nargs="+", default=["2000", "5000", "all"])
+    parser.add_argument("--selection-unlabelled", help="graph-PR's selection_unlabeled: "
+                        "N or all (default: its own)")
+    parser.add_argument("--fixed", action="store_true",
+                        help="also time graph-PR's fixed-setting fit")
     parser.add_argument("--json", type=Path, default=Path("/tmp/bench_pool_growth.json"))
     args = parser.parse_args(argv)
     records = json.loads(args.json.read_text()) if args.json.is_file() else {}
@@ -165,7 +187,7 @@ def main(argv=None):
         steps = pos_growth_draw
     for draw in range(args.first_draw, args.first_draw + args.draws):
         record = records.setdefault(str(draw), {})
-        for _ in steps(draw, args.sizes, *data, record):
+        for _ in steps(draw, args.sizes, args, *data, record):
             args.json.write_text(json.dumps(records, indent=1, default=float))
     report(args.part, records)
 

@@ -506,7 +506,7 @@ def test_train_resumes_from_its_checkpoint(corpus, tmp_path, capsys, monkeypatch
     (["--checkpoint-every", "5"], "--checkpoint-every does nothing without --checkpoint"),
     (["--method", "ngd", "--n-jobs", "2"], "--n-jobs does nothing with --method ngd"),
     (["--selection-unlabelled", "50"], "--selection-unlabelled does nothing with --method "
-     "crf; it is for --method entropy, jiao and self-training"),
+     "crf; it is for --method entropy, jiao, self-training and graph-pr"),
     (["--method", "entropy", "--unlabelled", "{unlabeled}", "--token-columns", "0", "--dev",
       "{dev}", "--selection-unlabelled", "50"], "--selection-unlabelled does nothing with "
      "--dev"),

@@ -24,7 +24,7 @@ from sklearn_ssl_crf import (
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.estimators._semi_supervised_path import CV_DELTA, SemiSupervisedPath
 from sklearn_ssl_crf.metrics import SCORERS, flat_accuracy_score, span_f1_score
-from sklearn_ssl_crf.training import unlabeled_sample
+from sklearn_ssl_crf.training import sample_positions, unlabeled_sample
 from sklearn_ssl_crf.training._selection import spread_folds
 from sklearn_ssl_crf.utils import fit_random_state
 
@@ -508,7 +508,7 @@ def test_an_unlabeled_sample_is_drawn_over_the_parts_in_order():
     assert unlabeled_sample([pool], None, random_state=3) is None
 
 
-@pytest.mark.parametrize("estimator", [EntropyRegularizedCRF, SelfTrainingCRF])
+@pytest.mark.parametrize("estimator", [EntropyRegularizedCRF, SelfTrainingCRF, GraphPRCRF])
 @pytest.mark.parametrize("size, error", [(True, TypeError), (0, ValueError),
                                          (2.5, ValueError), ("all", ValueError)])
 def test_a_bad_sample_size_is_refused_by_name(synthetic, estimator, size, error):
@@ -556,6 +556,39 @@ def test_the_folds_train_on_a_weighted_sample_and_the_refit_on_the_pool(syntheti
         labelled, y[:30], X_unlabeled=pool)
     assert sampled.best_iteration_ > 0
     np.testing.assert_array_equal(sampled.state_weights_, refit.state_weights_)
+
+
+def test_graph_pr_folds_run_on_a_weighted_sample_and_the_pools_graph(synthetic):
+    """Graph-PR's folds on a sample are those of a fit given only the sample as
+    unlabelled, the pool's graph over those tokens and the unlabelled weight scaled by the
+    pool's tokens over the sample's; the refit is the fixed-setting fit on the pool."""
+    X, y = synthetic
+    graph = answer_graph(X, y)
+    matrix = SequenceVectorizer().fit_transform(X)
+    labelled, pool = matrix[:30], matrix[30:]
+    settings = dict(c1=0.0, c2=1.0, lam=1.0, em_iterations=4, em_tol=0.0,
+                    mstep_iterations=10, n_iter_no_change=None, cv=3, random_state=4,
+                    scoring="flat_accuracy")
+    sampled = GraphPRCRF(graph=graph, selection_unlabeled=60, **settings).fit(
+        labelled, y[:30], X_unlabeled=pool)
+    chosen = sample_positions(len(pool), 60, random_state=4)
+    lengths, offsets = matrix.lengths, matrix.offsets
+    scale = lengths[30:].sum() / lengths[30 + chosen].sum()
+    tokens = np.concatenate([np.arange(offsets[i], offsets[i + 1])
+                             for i in [*range(30), *(30 + chosen)]])
+    on_sample = GraphPRCRF(
+        graph=SimilarityGraph(graph.weights, graph.token_vertices[tokens]),
+        selection_unlabeled=None, **dict(settings, unlabeled_weight=scale)).fit(
+        labelled, y[:30], X_unlabeled=pool[chosen])
+    for key, values in on_sample.cv_results_.items():
+        if key.startswith("split"):
+            np.testing.assert_array_equal(sampled.cv_results_[key], values)
+    assert 0 < sampled.best_iteration_ == sampled.n_iter_
+    refit = GraphPRCRF(graph=graph, **dict(settings, em_iterations=sampled.n_iter_,
+                                           early_stopping=False)).fit(
+        labelled, y[:30], X_unlabeled=pool)
+    np.testing.assert_array_equal(sampled.state_weights_, refit.state_weights_)
+    assert sampled.transduction_ == refit.transduction_
 
 
 def test_self_training_folds_weigh_the_sample_as_the_pool():

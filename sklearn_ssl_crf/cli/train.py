@@ -153,8 +153,8 @@ def _add_model_options(model):
     model.add_argument("--selection-unlabelled", type=_sample_size, metavar="N|all",
                        help="unlabelled sentences on which the cross-validation folds run "
                        "the semi-supervised phase, a random sample weighted to stand for "
-                       "all; the final fit reads all of them (entropy, jiao, self-training; "
-                       "default 10000; all: every fold reads all of them)")
+                       "all; the final fit reads all of them (entropy, jiao, self-training, "
+                       "graph-pr; default 10000; all: every fold reads all of them)")
     model.add_argument("--em-iterations", type=int,
                        help="EM iterations at most (graph-pr; default 20)")
     model.add_argument("--batch-size", type=int, help="mini-batch size (ngd; default 16)")
@@ -249,7 +249,7 @@ def run(args):
 # Options of one method or a few (with their defaults), and the methods that use them.
 METHOD_OPTIONS = {
     "max_rounds": (10, ("self-training",)),
-    "selection_unlabelled": (10_000, ("entropy", "jiao", "self-training")),
+    "selection_unlabelled": (10_000, ("entropy", "jiao", "self-training", "graph-pr")),
     "em_iterations": (20, ("graph-pr",)),
     "batch_size": (16, ("ngd",)),
 }
@@ -419,7 +419,7 @@ def _estimator(args, settings):
         "entropy": sample, "jiao": sample,
         "self-training": {"max_rounds": args.max_rounds, **sample},
         "ngd": {"batch_size": args.batch_size, "random_state": args.random_state},
-        "graph-pr": {"em_iterations": args.em_iterations},
+        "graph-pr": {"em_iterations": args.em_iterations, **sample},
     }.get(args.method, {})
     return method(verbose=not args.quiet, **common, **extra)
 

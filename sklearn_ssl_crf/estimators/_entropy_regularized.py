@@ -12,15 +12,13 @@ target label distribution. Training fits the supervised CRF first, then ascends 
 objective from that optimum. They differ only in how the entropy gradient is computed.
 """
 
-from numbers import Integral
-
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ..objective import entropy_regularised_objective, target_proportions
 from ..training import LoggingCallback, Phase
 from ..utils import unfitted_on_failure
-from ._semi_supervised_path import SELECTABLE, SemiSupervisedPath
+from ._semi_supervised_path import SAMPLE_SIZE, SELECTABLE, SemiSupervisedPath
 
 __all__ = ["EntropyRegularizedCRF", "SemiSupervisedCRF"]
 
@@ -226,7 +224,7 @@ vectorizer_
         "label_proportions": [dict, None],
         "entropy_gradient": [StrOptions({"lattice", "covariance"})],
         "init": "no_validation",
-        "selection_unlabeled": [Interval(Integral, 1, None, closed="left"), None],
+        "selection_unlabeled": SAMPLE_SIZE,
     }
 
     def __init__(
@@ -333,9 +331,6 @@ vectorizer_
                 "first-order only; use order=1, or entropy_gradient='lattice', which gives "
                 "the same gradient at any order")
         return super()._prepare(X, y, X_unlabeled, sample_weight)
-
-    def _selection_sample_size(self):
-        return self.selection_unlabeled
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                iterates):

@@ -38,7 +38,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..graph import SimilarityGraph, resolve_graph
 from ..objective import GraphLaplacianPenalty, PosteriorRegularizationTerms
-from ..training import EMSettings, ExpectationMaximisation, Fold, Problem
+from ..training import (
+    EMSettings,
+    ExpectationMaximisation,
+    Fold,
+    Problem,
+    UnlabeledSample,
+    sample_positions,
+)
 from ..utils import (
     concatenate_inputs,
     sequence_lists,
@@ -46,7 +53,7 @@ from ..utils import (
     unfitted_on_failure,
 )
 from ._base import unlabeled_sequences
-from ._semi_supervised_path import SELECTABLE, SemiSupervisedPath
+from ._semi_supervised_path import SAMPLE_SIZE, SELECTABLE, SemiSupervisedPath
 
 
 class GraphPRCRF(SemiSupervisedPath):
@@ -131,6 +138,16 @@ class GraphPRCRF(SemiSupervisedPath):
         more than this; the refit runs to the iteration of that best score.
     random_state : int, RandomState instance or None, default=None
         As in `EntropyRegularizedCRF`.
+    selection_unlabeled : int or None, default=10000
+        The cross-validation folds' EM runs treat as unlabelled a random sample of at most
+        this many of the unlabelled sequences (drawn with ``random_state``), and the
+        folds' held-out sequences; the graph, built on every sequence, keeps the edges
+        between the vertices that these and the labelled tokens have, and the unlabelled
+        term is weighted by the pool's tokens over the sample's, so that
+        ``unlabeled_weight`` means what it means on the whole pool. The refit runs on
+        all of them. It bounds what selection costs on a large pool: ``cv`` runs on the
+        sample and one on the pool. None: every fold runs on all of them. A dev set's
+        run, which is the model, sees all of them.
     algorithm : {'lbfgs'}, default='lbfgs'
         As in `CRF`. This and the L-BFGS settings below apply to the supervised start and
         to every M-step.
@@ -264,6 +281,7 @@ vectorizer_
         "estep_eta": [Interval(Real, 0, 1, closed="right")],
         "estep_tol": [Interval(Real, 0, None, closed="left")],
         "decoding": [StrOptions({"viterbi", "posterior"})],
+        "selection_unlabeled": SAMPLE_SIZE,
     }
 
     def __init__(
@@ -289,6 +307,7 @@ vectorizer_
         n_iter_no_change=5,
         tol=0.0,
         random_state=None,
+        selection_unlabeled=10_000,
         algorithm="lbfgs",
         order=1,
         c2_transitions="auto",
@@ -340,6 +359,7 @@ vectorizer_
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.random_state = random_state
+        self.selection_unlabeled = selection_unlabeled
 
     @unfitted_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
@@ -380,20 +400,37 @@ vectorizer_
         n_given = len(y)  # sample_weight's sequences: X's, before X_unlabeled
         X, y = concatenate_inputs(X, y, X_unlabeled)
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        unlabeled = unlabeled_sequences(sequences, labelled)
+        sample = self._graph_sample(sequences, unlabeled)
         self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key,
                                     self.n_jobs)
         problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight,
                                          n_given)
+        problem.sample = sample
         return _GraphProblem(**vars(problem), sequences=sequences, labelled_index=labelled,
-                             y=y, unlabeled_index=unlabeled_sequences(sequences, labelled))
+                             y=y, unlabeled_index=unlabeled)
 
-    def _fold(self, problem, train):
+    def _graph_sample(self, sequences, unlabeled):
+        """The `UnlabeledSample` (by index) of the unlabeled sequences ``unlabeled``
+        (indices into ``sequences``) on which the cross-validation folds run: at most
+        ``selection_unlabeled`` of them, drawn with ``random_state``; None for all."""
+        chosen = sample_positions(len(unlabeled), self._selection_sample_size(),
+                                  self.random_state)
+        if chosen is None:
+            return None
+        lengths = sequences.lengths
+        scale = lengths[unlabeled].sum() / max(lengths[unlabeled[chosen]].sum(), 1)
+        return UnlabeledSample(None, None, float(scale), index=unlabeled[chosen])
+
+    def _fold(self, problem, train, sampled=False):
         """The fold's labelled sequences, and as unlabelled the others: the unlabelled
-        sequences and the held-out labelled ones (the graph, built on all, stays valid)."""
-        fold = super()._fold(problem, train)
+        sequences (if ``sampled``, the selection sample's where there is one) and the
+        held-out labelled ones (the graph, built on all, stays valid)."""
+        fold = super()._fold(problem, train, sampled)
         sequences, labelled_index = problem.sequences, problem.labelled_index
         held = np.setdiff1d(np.arange(problem.n_labelled), train)
-        unlabeled = np.union1d(problem.unlabeled_index, labelled_index[held])
+        pool = problem.unlabeled_index if fold.sample is None else fold.sample.index
+        unlabeled = np.union1d(pool, labelled_index[held])
         codes = np.concatenate([problem.codes[i] for i in train])
         penalty = self._graph_penalty(sequences, labelled_index[train], unlabeled, codes)
         held_sequences = labelled_index[held]
@@ -407,9 +444,11 @@ vectorizer_
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                iterates):
+        # A fold's sample stands for the pool: its terms weigh what the pool's would.
+        scale = 1.0 if fold.sample is None else fold.sample.scale
         terms = PosteriorRegularizationTerms(
             self._supervised_objective(fold), fold.unlabeled, fold.layout, fold.penalty,
-            strength["lam"], self.unlabeled_weight)
+            strength["lam"], scale * self.unlabeled_weight)
         settings = EMSettings(self.mstep_iterations, self.num_memories,
                               self.estep_iterations, self.estep_eta, self.estep_tol,
                               self.em_tol, fold.c1, self.verbose)

@@ -12,7 +12,7 @@ from ..utils import single_threaded_blas, unfitted_on_failure
 from ._base import unlabeled_sequences
 from ._label_constraints import constrained
 from ._prediction import decode
-from ._semi_supervised_path import SemiSupervisedPath
+from ._semi_supervised_path import SAMPLE_SIZE, SemiSupervisedPath
 
 __all__ = ["SelfTrainingCRF"]
 
@@ -145,7 +145,7 @@ vectorizer_
         **SemiSupervisedPath._parameter_constraints,
         "max_rounds": [Interval(Integral, 0, None, closed="left")],
         "init": "no_validation",
-        "selection_unlabeled": [Interval(Integral, 1, None, closed="left"), None],
+        "selection_unlabeled": SAMPLE_SIZE,
     }
 
     def __init__(
@@ -250,9 +250,6 @@ vectorizer_
         # empties the list of parts it is given, hence the copy.)
         problem.unlabeled = self._chunked(list(parts))
         return problem
-
-    def _selection_sample_size(self):
-        return self.selection_unlabeled
 
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
                                iterates):

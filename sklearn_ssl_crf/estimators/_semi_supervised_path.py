@@ -23,7 +23,7 @@ is then refitted on all labelled sequences with the chosen settings, running the
 number of iterations; with a dev set, the chosen iterate itself is kept.
 
 An estimator may have the folds' semi-supervised runs train on a random sample of the
-unlabelled sequences (`_selection_sample_size`), its unlabelled terms weighted by the
+unlabelled sequences (its ``selection_unlabeled``), its unlabelled terms weighted by the
 pool's tokens over the sample's so that a strength means what it means on the pool: then
 selection costs ``cv`` runs on the sample and the refit one run on the pool, however large.
 
@@ -107,6 +107,9 @@ _PROCESS_BACKENDS = ("LokyBackend", "MultiprocessingBackend")
 #: Parameter constraints of a setting that selection may choose.
 SELECTABLE = [Interval(Real, 0, None, closed="left"), StrOptions({"auto"}), list, tuple]
 
+#: Parameter constraints of ``selection_unlabeled``, the selection sample's size.
+SAMPLE_SIZE = [Interval(Integral, 1, None, closed="left"), None]
+
 
 class SemiSupervisedPath(CRF, metaclass=ABCMeta):
     """Base class of the estimators that choose their settings on held-out labelled data
@@ -114,8 +117,8 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
 
     Subclasses list their strength parameters and the candidates of ``'auto'`` in
     ``_strengths``, and implement the hooks declared below: `_semi_supervised_phase` and
-    `_max_phase_iterations` always; `_prepare`, `_fold`, `_finish`, `_held_out_predictor`
-    and `_selection_sample_size` where they have more to do than the defaults here.
+    `_max_phase_iterations` always; `_prepare`, `_fold`, `_finish` and `_held_out_predictor`
+    where they have more to do than the defaults here.
     """
 
     #: name -> candidates of 'auto', for each strength parameter of the unlabelled term.
@@ -175,7 +178,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         self._say(f"selection on {where}: {len(penalties)} prior(s), {len(strengths)} "
                   "strength(s)" + ("" if sample is None else
                                    f"; the folds' runs on a sample of "
-                                   f"{sum(map(len, sample.parts)):,} unlabelled sequences, "
+                                   f"{sample.n_sequences:,} unlabelled sequences, "
                                    f"weighted {sample.scale:.3g}"))
         priors, penalty_scores = self._choose_penalties(problem, held_sets, penalties)
         if X_dev is not None:
@@ -239,16 +242,17 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         return Problem(chosen, [list(y[i]) for i in labelled],
                        np.split(codes, np.cumsum(chosen.lengths)[:-1]), weights)
 
-    def _fold(self, problem, train):
+    def _fold(self, problem, train, sampled=False):
         """The run's data: the labelled sequences ``train`` (indices into the problem's),
         packed and as they are, the weight layout they give, and the problem's unlabeled
-        sequences."""
+        sequences (if ``sampled``, its selection sample's where it has one)."""
         sequences = problem.labelled[train]
         codes = np.concatenate([problem.codes[i] for i in train])
         weights = None if problem.weights is None else problem.weights[train]
         labelled = self._chunked(sequences, codes, weights=weights)
+        sample = problem.sample if sampled else None
         return Fold(labelled, self._weight_layout(labelled), sequences, codes, weights,
-                    problem.unlabeled)
+                    problem.unlabeled if sample is None else sample.unlabeled, sample)
 
     def _supervised_start(self, fold, theta=None):
         """The labelled likelihood's optimum at the fold's priors (L-BFGS, OWL-QN for L1),
@@ -393,10 +397,8 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         ``k``) at every iteration: the runs if ``keep``, else their scores. Where the
         priors were chosen among ``penalties``, the start is the fit that ranked them
         (`_penalty_path`): its score as a candidate and as iteration 0 are one score."""
-        fold = self._with_stop(self._fold(problem, train), held)
-        if held.in_fold and problem.sample is not None:
-            # Only the ranking of settings is used here, and the refit sees every sequence.
-            fold.unlabeled, fold.sample = problem.sample.unlabeled, problem.sample
+        # Only the ranking of settings is used here, and the refit sees every sequence.
+        fold = self._with_stop(self._fold(problem, train, sampled=held.in_fold), held)
         if len(penalties) > 1:
             # The fits that lead to it: its c1 and c2_transitions, from strong L2 to its.
             path = [candidate for candidate in penalties if candidate["c1"] == priors["c1"]
@@ -521,19 +523,21 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         """The `UnlabeledSample` of the unlabeled sequences ``parts`` (`SequenceMatrix`
         blocks) on which the cross-validation folds' runs train: at most
         `_selection_sample_size` of them, drawn with ``random_state``; None for all."""
-        size = self._selection_sample_size()
-        if isinstance(size, bool):  # an int to the parameter checks
-            raise TypeError(f"selection_unlabeled must be an int or None, got {size!r}")
-        sample = unlabeled_sample(parts, size, self.random_state)
+        sample = unlabeled_sample(parts, self._selection_sample_size(), self.random_state)
         if sample is None:
             return None
         chosen, scale = sample
         return UnlabeledSample(chosen, self._chunked(list(chosen)), scale)
 
     def _selection_sample_size(self):
-        """The number of unlabeled sequences that the folds' runs train on at most (None:
-        all)."""
-        return None
+        """The number of unlabeled sequences that the folds' runs train on at most:
+        ``selection_unlabeled`` where the estimator has that parameter (None: all)."""
+        if "selection_unlabeled" not in self._parameter_constraints:
+            return None
+        size = self.selection_unlabeled
+        if isinstance(size, bool):  # an int to the parameter checks
+            raise TypeError(f"selection_unlabeled must be an int or None, got {size!r}")
+        return size
 
     @abstractmethod
     def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,

@@ -20,6 +20,7 @@ from ._selection import (
     first_best,
     held_out_splits,
     padded_scores,
+    sample_positions,
     setting_candidates,
     unlabeled_sample,
 )
@@ -29,6 +30,6 @@ __all__ = [
     "EMSettings", "ExpectationMaximisation", "Fold", "FoldRun", "GeneratorState", "HeldOut",
     "InitStart", "Iterates", "LoggingCallback", "Phase", "Problem", "RunCheckpoints",
     "StochasticSamples", "UnlabeledSample", "cv_results", "describe_settings", "first_best",
-    "held_out_splits", "padded_scores", "setting_candidates", "union_masks",
+    "held_out_splits", "padded_scores", "sample_positions", "setting_candidates", "union_masks",
     "unlabeled_sample"
 ]

@@ -110,15 +110,21 @@ class Fold:
 
 @dataclass
 class UnlabeledSample:
-    """A random sample of the unlabeled sequences (`unlabeled_sample`): its feature rows in
-    parts (`SequenceMatrix`), the same packed (`ChunkedSequences`), and the number of the
-    pool's tokens that each of its tokens stands for (``scale``: the pool's tokens over
+    """A random sample of the unlabeled sequences (`sample_positions`), and the number of
+    the pool's tokens that each of its tokens stands for (``scale``: the pool's tokens over
     the sample's), by which the runs on it weigh their unlabeled terms, so that a term's
-    strength means what it means on the whole pool."""
+    strength means what it means on the whole pool. Either its feature rows in parts
+    (`SequenceMatrix`, ``parts``) and the same packed (``unlabeled``), or, for an estimator
+    that packs each fold's unlabeled sequences itself, their indices (``index``)."""
 
     parts: list
     unlabeled: object
     scale: float
+    index: np.ndarray = None
+
+    @property
+    def n_sequences(self):
+        return len(self.index) if self.index is not None else sum(map(len, self.parts))
 
 
 @dataclass

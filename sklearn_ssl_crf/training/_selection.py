@@ -71,15 +71,24 @@ class Iterates:
                 "patience": Either(None, Integer(0))}
 
 
+def sample_positions(n, size, random_state):
+    """``size`` positions of ``range(n)`` drawn at random without replacement, sorted;
+    None when ``n`` is at most ``size`` (or ``size`` is None). ``random_state`` as in
+    `fit_random_state`."""
+    if size is None or n <= size:
+        return None
+    return np.sort(fit_random_state(random_state).choice(n, size, replace=False))
+
+
 def unlabeled_sample(parts, size, random_state):
     """``size`` of the sequences of ``parts`` (consecutive `SequenceMatrix` blocks) drawn
-    at random without replacement, kept in their order: a list of `SequenceMatrix` (one
-    per block that has any) and the pool's tokens over the sample's; None when there are
-    at most ``size`` (or ``size`` is None). ``random_state`` as in `fit_random_state`."""
+    at random without replacement, kept in their order (`sample_positions`): a list of
+    `SequenceMatrix` (one per block that has any) and the pool's tokens over the sample's;
+    None when there are at most ``size`` (or ``size`` is None)."""
     counts = [len(part) for part in parts]
-    if size is None or sum(counts) <= size:
+    chosen = sample_positions(sum(counts), size, random_state)
+    if chosen is None:
         return None
-    chosen = np.sort(fit_random_state(random_state).choice(sum(counts), size, replace=False))
     starts = np.cumsum([0] + counts)
     sample = []
     for part, start, stop in zip(parts, starts[:-1], starts[1:]):
