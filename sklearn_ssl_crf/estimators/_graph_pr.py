@@ -70,7 +70,8 @@ class GraphPRCRF(SemiSupervisedPath):
     `EntropyRegularizedCRF`: the supervised start's ``c1``/``c2``, the strength ``lam`` and
     the number of EM iterations (0 included), on ``X_dev, y_dev`` when given, otherwise by
     cross-validation over the labelled sequences (each fold's held-out sequences become
-    unlabelled, so the graph stays valid) followed by a refit on all of them.
+    unlabelled, so the graph stays valid; the folds' EM runs on a sample of at most
+    ``selection_unlabeled`` unlabelled sequences) followed by a refit on all of them.
 
     ``predict`` uses ``theta`` (inductive: any new sequence); ``transduction_`` holds q's
     labels for the training sequences (transductive). Unlabelled sequences are given as
