@@ -15,6 +15,15 @@ then given to the fit ("fit s"). A repeated sentence adds tokens but no trigram 
 past the 3,977 distinct sentences the graph's vertices stop growing while the EM's passes
 grow with the tokens.
 
+``--default-fit``: instead, `GraphPRCRF(graph='trigram', random_state=0)` with its
+defaults (selection by 5 folds, the folds' EM on a sample of 10,000 unlabelled sentences;
+the graph built inside the fit), then in another fresh process the fit a user who fixes
+the settings it chose runs (those settings, its number of EM iterations,
+``early_stopping=False``, the graph built inside too): seconds, peak RSS of each, their
+ratio, and whether the two models are the same (a hash of the weights). ``--generated``:
+the unlabelled sentences are ``bench_trigram_scale.py``'s synthetic English text (whose
+trigram types grow as real text's do) instead of EWT's repeated.
+
 Each size runs in a fresh child process: "peak RSS" is its ``ru_maxrss`` (input, graph and
 fit), "input RSS" its RSS once the data is featurised, before the graph. The report gives
 the log-log slope of seconds and of memory between consecutive sizes (1: linear growth).
@@ -24,9 +33,12 @@ Usage::
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_graph_pr_scale.py \\
         [--sizes 1000 10000 100000] [--em-iterations 5] [--mstep-iterations 20] \\
         [--n-jobs 1] [--data-dir /work/shared/data]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_graph_pr_scale.py --default-fit \
+        --generated --sizes 10000 100000
 """
 
 import argparse
+import hashlib
 import json
 import math
 import resource
@@ -38,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_defaults import POS_LABELLED, language_pool
+from bench_trigram_scale import SyntheticText, english_sentences
 from conll_features import DEFAULT_DATA
 from sklearn.exceptions import ConvergenceWarning
 
@@ -45,13 +58,18 @@ from sklearn_ssl_crf import GraphPRCRF, WindowFeatures
 from sklearn_ssl_crf.graph import trigram_graph
 
 
-def scaled_data(data_dir, size):
-    """Feature dicts of the 100 labelled sentences then ``size`` unlabelled ones, and the
-    partial labels."""
+def scaled_data(data_dir, size, generated=False):
+    """Feature dicts of the 100 labelled sentences then ``size`` unlabelled ones (EWT's
+    repeated, or synthetic text), and the partial labels."""
     sentences, tags = language_pool(data_dir, "English")
     order = np.random.default_rng(0).permutation(len(sentences))
     labelled, unlabelled = order[:POS_LABELLED], order[POS_LABELLED:]
-    features = WindowFeatures(window=1, suffixes=(1, 2, 3)).fit_transform(
+    featurizer = WindowFeatures(window=1, suffixes=(1, 2, 3))
+    if generated:
+        text, _ = SyntheticText(english_sentences(data_dir), 0.8).generate(size, seed=0)
+        X = featurizer.fit_transform([sentences[i] for i in labelled] + text)
+        return X, [tags[i] for i in labelled] + [None] * size
+    features = featurizer.fit_transform(
         [sentences[i] for i in np.concatenate([labelled, unlabelled])])
     rng = np.random.default_rng(1)
     repeats = -(-size // len(unlabelled))
@@ -68,6 +86,56 @@ def rss_mb():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return math.nan
+
+
+def default_child(args):
+    """A default fit (or, with ``--replay``, the fixed fit at its choice) in this process;
+    prints a JSON line."""
+    X, y = scaled_data(args.data_dir, args.size, args.generated)
+    settings = dict(random_state=0, n_jobs=args.n_jobs)
+    if args.replay:
+        chosen = json.loads(args.replay)
+        settings.update(early_stopping=False, em_iterations=chosen["best_iteration"],
+                        **chosen["best_params"])
+    model = GraphPRCRF(graph="trigram", **settings)
+    started = time.perf_counter()
+    model.fit(X, y)
+    seconds = time.perf_counter() - started
+    digest = hashlib.sha256(np.concatenate([model.state_weights_.ravel(),
+                                            model.transition_weights_.ravel()])).hexdigest()
+    print(json.dumps({
+        "size": args.size, "fit": "fixed" if args.replay else "default",
+        "tokens": int(sum(len(sequence) for sequence in X[POS_LABELLED:])),
+        "vertices": model.graph_.n_vertices, "seconds": seconds,
+        "best_params": model.best_params_, "best_iteration": model.best_iteration_,
+        "weights_sha256": digest[:16],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def default_fits(args):
+    """The default fit and the fixed fit of each size, each in a fresh process."""
+    print("| unlabelled sentences | tokens | vertices | chosen | default fit s | fixed fit s "
+          "| ratio | peak RSS MB (default / fixed) | same model |")
+    print("|---:|---:|---:|---|---:|---:|---:|---|---|")
+    for size in args.sizes:
+        command = [sys.executable, __file__, "--default-fit", "--size", str(size),
+                   "--data-dir", str(args.data_dir), "--n-jobs", str(args.n_jobs),
+                   *(["--generated"] if args.generated else [])]
+        rows = []
+        for replay in ([], None):
+            if replay is None:
+                replay = ["--replay", json.dumps({key: rows[0][key] for key in
+                                                  ("best_params", "best_iteration")})]
+            output = subprocess.run(command + replay, capture_output=True, text=True,
+                                    check=True).stdout
+            rows.append(json.loads(output.strip().splitlines()[-1]))
+        default, fixed = rows
+        print(f"| {size:,} | {default['tokens']:,} | {default['vertices']:,} | "
+              f"{default['best_params']}, {default['best_iteration']} EM iterations | "
+              f"{default['seconds']:.0f} | {fixed['seconds']:.0f} | "
+              f"{default['seconds'] / fixed['seconds']:.2f} | "
+              f"{default['peak_rss_mb']:.0f} / {fixed['peak_rss_mb']:.0f} | "
+              f"{default['weights_sha256'] == fixed['weights_sha256']} |", flush=True)
 
 
 def child(args):
@@ -110,10 +178,18 @@ def main(argv=None):
     parser.add_argument("--mstep-iterations", type=int, default=20)
     parser.add_argument("--n-jobs", type=int, default=1)
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--default-fit", action="store_true",
+                        help="the default fit against the fixed fit at its choice")
+    parser.add_argument("--generated", action="store_true",
+                        help="synthetic unlabelled text (bench_trigram_scale.py's)")
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)  # a child's size
+    parser.add_argument("--replay", help=argparse.SUPPRESS)  # a fixed child's settings
     args = parser.parse_args(argv)
     if args.size is not None:
-        child(args)
+        (default_child if args.default_fit else child)(args)
+        return
+    if args.default_fit:
+        default_fits(args)
         return
     rows = []
     print("| unlabelled sentences | tokens | vertices | edges | graph s | fit s | EM / L-BFGS "
