@@ -521,14 +521,19 @@ def test_train_refuses_options_the_method_would_ignore(corpus, tmp_path, capsys,
     assert not model.exists()
 
 
-@pytest.mark.parametrize("value, expected", [("40", 40), ("all", None), (None, 10_000)])
-def test_selection_unlabelled_reaches_the_estimator(corpus, tmp_path, value, expected):
+@pytest.mark.parametrize("method, value, expected", [
+    ("self-training", "40", 40), ("self-training", "all", None),
+    ("self-training", None, 10_000), ("graph-pr", None, None), ("graph-pr", "40", 40)])
+def test_selection_unlabelled_reaches_the_estimator(corpus, tmp_path, method, value,
+                                                     expected):
     _, paths = corpus
     model = tmp_path / "model.model"
     option = [] if value is None else ["--selection-unlabelled", value]
-    assert main(["train", str(paths["train"]), "--method", "self-training", "--unlabelled",
+    own = (["--max-rounds", "1"] if method == "self-training"
+           else ["--lam", "1", "--em-iterations", "1"])
+    assert main(["train", str(paths["train"]), "--method", method, "--unlabelled",
                  str(paths["unlabeled"]), "--token-columns", "0", "--c1", "0", "--c2", "1",
-                 "--max-rounds", "1", "--model", str(model), "--quiet", *option]) == 0
+                 *own, "--model", str(model), "--quiet", *option]) == 0
     assert load(model)[-1].selection_unlabeled == expected
 
 

@@ -154,7 +154,8 @@ def _add_model_options(model):
                        help="unlabelled sentences on which the cross-validation folds run "
                        "the semi-supervised phase, a random sample weighted to stand for "
                        "all; the final fit reads all of them (entropy, jiao, self-training, "
-                       "graph-pr; default 10000; all: every fold reads all of them)")
+                       "graph-pr; default 10000, graph-pr all; all: every fold reads all of "
+                       "them)")
     model.add_argument("--em-iterations", type=int,
                        help="EM iterations at most (graph-pr; default 20)")
     model.add_argument("--batch-size", type=int, help="mini-batch size (ngd; default 16)")
@@ -246,10 +247,16 @@ def run(args):
     return 0
 
 
-# Options of one method or a few (with their defaults), and the methods that use them.
+# The selection sample's default size by method (graph-PR's folds run on the whole pool:
+# on a sample's sparser graph they chose too many EM iterations).
+_SAMPLE_SIZES = {"entropy": 10_000, "jiao": 10_000, "self-training": 10_000,
+                 "graph-pr": "all"}
+
+# Options of one method or a few (with their defaults, or a default per method), and the
+# methods that use them.
 METHOD_OPTIONS = {
     "max_rounds": (10, ("self-training",)),
-    "selection_unlabelled": (10_000, ("entropy", "jiao", "self-training", "graph-pr")),
+    "selection_unlabelled": (_SAMPLE_SIZES, tuple(_SAMPLE_SIZES)),
     "em_iterations": (20, ("graph-pr",)),
     "batch_size": (16, ("ngd",)),
 }
@@ -304,7 +311,8 @@ def _check_options(args):
         problems.append("--checkpoint-every does nothing without --checkpoint")
     if problems:
         raise ValueError("; ".join(problems))
-    defaults = {name: default for name, (default, _) in METHOD_OPTIONS.items()}
+    defaults = {name: default.get(method) if isinstance(default, dict) else default
+                for name, (default, _) in METHOD_OPTIONS.items()}
     for name, default in {**defaults, "cv": 5, "random_state": 0,
                           "checkpoint_every": 10}.items():
         if getattr(args, name) is None:
