@@ -68,6 +68,7 @@ and "us/token" stay flat; memory should be the packed data plus a constant (the 
 
 import argparse
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -474,6 +475,7 @@ def measure_default_fit(job):
     settings it chose with ``early_stopping=False`` (the fit of a user who fixes them),
     alternated ``repeat`` times; each fit's wall seconds and the main process's sampled
     peak RSS during it."""
+    import numpy as np
     from sklearn.base import clone
 
     from sklearn_ssl_crf import EntropyRegularizedCRF, WindowFeatures
@@ -499,8 +501,13 @@ def measure_default_fit(job):
                     wall_s = time.perf_counter() - started
                 if name == "default":
                     chosen, iteration = model.best_params_, model.best_iteration_
+                # The model, to compare across modes; every process's peak, main first.
+                digest = hashlib.sha256(np.concatenate([model.state_weights_.ravel(),
+                                                        model.transition_weights_.ravel()]))
                 fits.append({"fit": name, "wall_s": wall_s, "n_iter": model.n_iter_,
-                             "peak_rss_mb": max(sampler.peaks_mb.values())})
+                             "peak_rss_mb": max(sampler.peaks_mb.values()),
+                             "process_peaks_mb": list(sampler.peaks_mb.values()),
+                             "weights_sha256": digest.hexdigest()[:16]})
     return {"sentences": job["size"], "best_params": chosen, "best_iteration": iteration,
             "fits": fits, "main_peak_rss_mb": peak_rss_mb()}
 
@@ -743,7 +750,8 @@ def report(results):
 
 def default_table(rows):
     lines = ["| sentences | mode | chosen | default fit s | fixed fit s | ratio (median) | "
-             "peak RSS MB (default / fixed) |", "|---:|---|---|---|---|---:|---|"]
+             "peak RSS MB (default / fixed) | every process's peak MB | models |",
+             "|---:|---|---|---|---|---:|---|---|---|"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['size']:,} | {r['mode']} | {r['error']} |||||")
@@ -758,7 +766,10 @@ def default_table(rows):
             f"{r['best_iteration']} | " + " / ".join(f"{s:,.0f}" for s in seconds["default"])
             + " | " + " / ".join(f"{s:,.0f}" for s in seconds["fixed"])
             + f" | {ratios[len(ratios) // 2]:.2f} | {peaks['default']:,.0f} / "
-            f"{peaks['fixed']:,.0f} |")
+            f"{peaks['fixed']:,.0f} | "
+            + " / ".join(", ".join(f"{mb:,.0f}" for mb in f.get("process_peaks_mb", []))
+                         for f in r["fits"][:2])
+            + " | " + ", ".join(f.get("weights_sha256", "-") for f in r["fits"][:2]) + " |")
     return lines
 
 
