@@ -122,6 +122,35 @@ def test_selection_on_a_cluster_with_the_unlabeled_inside_x_is_the_one_process_m
     np.testing.assert_array_equal(one.transition_weights_, cluster.transition_weights_)
 
 
+def gold_probability(estimator, X, y):
+    """The mean marginal probability of the gold labels: moved by any change of weights."""
+    return float(np.mean([marginals[label] for sequence, labels in
+                          zip(estimator.predict_marginals(X), y)
+                          for marginals, label in zip(sequence, labels)]))
+
+
+def test_selection_on_a_sample_on_a_cluster_is_the_one_process_model(client, monkeypatch):
+    """The folds on a sample of the pool (issue #43), on the cluster: the one-process
+    model, choice and fold scores."""
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 400)  # several chunks
+    X, y = make_sequences(200, features="dict", random_state=2)
+    params = dict(c1=0.0, c2=1.0, gamma=0.5, proportion_weight=0.2, max_iterations=15,
+                  semi_supervised_iterations=8, n_iter_no_change=None, tol=0.0, cv=3,
+                  selection_unlabeled=60, random_state=3, scoring=gold_probability)
+    one = EntropyRegularizedCRF(n_jobs=1, **params).fit(X[:30], y[:30], X_unlabeled=X[30:])
+    with parallel_config(backend="dask"):
+        cluster = EntropyRegularizedCRF(**params).fit(X[:30], y[:30], X_unlabeled=X[30:])
+    unsampled = EntropyRegularizedCRF(n_jobs=1, **dict(params, selection_unlabeled=None))
+    unsampled.fit(X[:30], y[:30], X_unlabeled=X[30:])
+    assert cluster.best_params_ == one.best_params_
+    np.testing.assert_array_equal(cluster.cv_results_["mean_test_score"],
+                                  one.cv_results_["mean_test_score"])
+    assert not np.array_equal(unsampled.cv_results_["mean_test_score"],
+                              one.cv_results_["mean_test_score"])  # the sample was used
+    np.testing.assert_array_equal(one.state_weights_, cluster.state_weights_)
+    np.testing.assert_array_equal(one.transition_weights_, cluster.transition_weights_)
+
+
 def test_graph_pr_on_a_cluster_is_the_one_process_model(client, monkeypatch):
     monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 700)
     X, y = make_sequences(240, features="dict", random_state=0)
