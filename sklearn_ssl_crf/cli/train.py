@@ -247,10 +247,10 @@ def run(args):
     return 0
 
 
-# The selection sample's default size by method (graph-PR's folds run on the whole pool:
-# on a sample's sparser graph they chose too many EM iterations).
-_SAMPLE_SIZES = {"entropy": 10_000, "jiao": 10_000, "self-training": 10_000,
-                 "graph-pr": "all"}
+# The selection sample's default size by method: the estimator's own (None: 'all').
+_SAMPLE_SIZES = {
+    method: ESTIMATORS[method]().selection_unlabeled or "all"
+    for method in ("entropy", "jiao", "self-training", "graph-pr")}
 
 # Options of one method or a few (with their defaults, or a default per method), and the
 # methods that use them.
