@@ -522,6 +522,38 @@ def test_threads_give_the_same_trigram_graph(algorithm):
     assert one.weights.nnz > 100
 
 
+@pytest.mark.parametrize("block_tokens", [1, 3, 7])
+def test_the_text_read_in_blocks_gives_the_graph_of_one_block(monkeypatch, block_tokens):
+    rng = np.random.default_rng(21)
+    sentences = random_sentences(rng, 60, ["the", "Cats", "dogs", "1,000", "walked", "a", "on",
+                                           "ran", "."]) + [[], ["A", "b"]]
+    whole = trigram_graph(sentences, n_neighbors=4)
+    monkeypatch.setattr(_trigram, "_BLOCK_TOKENS", block_tokens)
+    blocks = list(_trigram._sequence_blocks(
+        np.concatenate([[0], np.cumsum([len(s) for s in sentences])]), block_tokens))
+    assert len(blocks) > 20 and blocks[-1][1] == len(sentences)
+    assert all(a == b for (_, a), (b, _) in zip(blocks[:-1], blocks[1:]))
+    read = trigram_graph(sentences, n_neighbors=4)
+    assert read.vertex_names == whole.vertex_names
+    np.testing.assert_array_equal(read.token_vertices, whole.token_vertices)
+    assert (read.weights != whole.weights).nnz == 0 and whole.weights.nnz > 50
+
+
+@pytest.mark.parametrize("X, error, match", [
+    ([["a", "b"], ["c"], [{"word.lower": "d"}]], TypeError,
+     "mixes kinds of tokens: token 0 of sequence 0 is a str, token 0 of sequence 2 a dict"),
+    ([["a", "b"], ["c", 4]], TypeError, "token 1 of sequence 1 is of type int"),
+    ([[("a",)], [("b",), ()]], ValueError, "token 1 of sequence 1 has no items"),
+    ([[{"word.lower": "a"}, {"word.lower": "b"}], [{"word.lower": None}]], ValueError,
+     "token 0 of sequence 1: its 'word.lower' is of type NoneType"),
+])
+def test_bad_tokens_in_a_later_block_are_named_by_their_place_in_X(monkeypatch, X, error,
+                                                                   match):
+    monkeypatch.setattr(_trigram, "_BLOCK_TOKENS", 1)  # a block per sequence
+    with pytest.raises(error, match=match):
+        trigram_graph(X)
+
+
 def test_edge_cases_of_trigram_graph():
     graph = trigram_graph([[".", ","], []])
     assert graph.n_vertices == 0 and graph.token_vertices.tolist() == [-1, -1]

@@ -12,10 +12,10 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
-from sklearn.preprocessing import normalize
 
 from ..utils import SequenceMatrix
 from ._approximate import approximate_knn_weights
+from ._pmi import _pmi_features, _tuple_keys
 from ._search import _check_positive_int, _mutual_knn, _split_common_columns
 from ._similarity_graph import SimilarityGraph, _token_positions
 
@@ -34,27 +34,15 @@ _LETTER = re.compile(r"[^\W\d_]")
 _START, _END = "<s>", "</s>"
 
 
-# Features of an occurrence of a trigram type (He et al. 2013 §4.2), as positions in its
-# 5-gram window (w0, w1, w2, w3, w4) around the centre word w2.
-_TRIGRAM_TEMPLATES = {"w12": (1, 2), "w13": (1, 3), "w23": (2, 3), "w2": (2,)}
-
-
-_CONTEXT_TEMPLATES = {
-    "w0134": (0, 1, 3, 4), "w012": (0, 1, 2), "w023": (0, 2, 3), "w024": (0, 2, 4),
-    "w124": (1, 2, 4), "w234": (2, 3, 4), "w01": (0, 1), "w02": (0, 2), "w24": (2, 4),
-    "w34": (3, 4),
-}
-
-
-# suffix(w3)w2 and suffix(w1)w2: the window position whose suffix joins the centre word.
-_SUFFIX_TEMPLATES = {"suffix(w3)w2": 3, "suffix(w1)w2": 1}
-
-
 # From this many trigram types algorithm='auto' compares only the types that uncommon features
 # bring together ('pruned'): the exact search's time grows with the square of the types (about
 # 55 s at 333,000 types, 23 minutes at 1.5 million), and below this size it is the same graph
 # as ever (docs/benchmarks.md).
 PRUNED_FROM = 200_000
+
+
+# Tokens read into Python objects at a time (`_read_words`).
+_BLOCK_TOKENS = 2**20
 
 
 _NEEDS_WORDS = ("trigram_graph needs words: pass feature dicts or tokens (str, or tuples whose "
@@ -295,39 +283,63 @@ def _trigram_occurrences(X, word_key):
 def _read_words(X, word_key):
     """Codes of the normalised words of all tokens of X, the words, and sequence offsets.
 
-    This is the one pass over tokens in Python; word forms are normalised once per distinct
-    word, and everything after works on integer codes.
+    This is the one pass over tokens in Python, a block of sequences at a time: only one
+    block's words are held as Python objects, and the codes of all as one integer array.
+    Word forms are normalised once per distinct word; everything after works on codes.
     """
     X = _sequence_list(X)
     lengths = np.fromiter(map(len, X), dtype=np.int64, count=len(X))
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     if offsets[-1] == 0:
         raise ValueError("X has no tokens")
-    raw = _token_words(list(chain.from_iterable(X)), word_key, offsets)
-    index = {}
-    codes = np.array([index.setdefault(word, len(index)) for word in raw], dtype=np.int64)
+    code_dtype = np.int32 if offsets[-1] < 2**31 else np.int64
+    codes = np.empty(offsets[-1], dtype=code_dtype)
+    index, first_kind = {}, None
+    for first, last in _sequence_blocks(offsets, _BLOCK_TOKENS):
+        tokens = list(chain.from_iterable(X[first:last]))
+        first_kind = _token_kind_of(tokens, first_kind, offsets, offsets[first])
+        words = _token_words(tokens, first_kind[0], word_key, offsets, offsets[first])
+        codes[offsets[first]:offsets[last]] = np.fromiter(
+            (index.setdefault(word, len(index)) for word in words), dtype=code_dtype,
+            count=len(words))
     forms = [_NUMBER_WORD if _NUMBER.fullmatch(word) else word for word in index]
     form_index = {}
     renumber = np.array([form_index.setdefault(form, len(form_index)) for form in forms],
-                        dtype=np.int64)
+                        dtype=code_dtype)
     return renumber[codes], list(form_index), offsets
 
 
-def _token_words(tokens, word_key, offsets):
-    """The word of every token (flat list), checked to be a str."""
-    kinds = {_token_kind(kind) for kind in set(map(type, tokens))}
-    if None in kinds or len(kinds) > 1:
-        first_kind = _token_kind(type(tokens[0]))
-        j = next(j for j, token in enumerate(tokens)
-                 if _token_kind(type(token)) is None or
-                 _token_kind(type(token)) != first_kind)
-        if _token_kind(type(tokens[j])) is None:
-            raise TypeError(f"{_where(j, offsets)} is of type {type(tokens[j]).__name__}: tokens "
-                            "must be feature dicts, str, or tuples whose first item is the word")
-        raise TypeError(f"X mixes kinds of tokens: {_where(0, offsets)} is a "
-                        f"{type(tokens[0]).__name__}, {_where(j, offsets)} a "
-                        f"{type(tokens[j]).__name__}")
-    kind = kinds.pop()
+def _sequence_blocks(offsets, n_tokens):
+    """(first, last) of consecutive blocks of sequences of about ``n_tokens`` tokens each
+    (a longer sequence is a block of its own)."""
+    marks = np.arange(n_tokens, offsets[-1], n_tokens)
+    stops = np.unique(np.concatenate([np.searchsorted(offsets, marks), [offsets.size - 1]]))
+    stops = stops[stops > 0]
+    return zip(np.concatenate([[0], stops[:-1]]).tolist(), stops.tolist())
+
+
+def _token_kind_of(tokens, first, offsets, base):
+    """The kind of all ``tokens`` (the flat tokens from ``base`` on), which must be that of
+    the first token of X, ``first``: its (kind, type name), None for the first block.
+    Returns ``first``."""
+    if first is None:
+        first = _token_kind(type(tokens[0])), type(tokens[0]).__name__
+    kinds = {_token_kind(token_type) for token_type in set(map(type, tokens))}
+    if kinds == {first[0]} and first[0] is not None:
+        return first
+    j = next(j for j, token in enumerate(tokens)
+             if _token_kind(type(token)) is None or _token_kind(type(token)) != first[0])
+    if _token_kind(type(tokens[j])) is None:
+        raise TypeError(f"{_where(base + j, offsets)} is of type {type(tokens[j]).__name__}: "
+                        "tokens must be feature dicts, str, or tuples whose first item is the "
+                        "word")
+    raise TypeError(f"X mixes kinds of tokens: {_where(0, offsets)} is a {first[1]}, "
+                    f"{_where(base + j, offsets)} a {type(tokens[j]).__name__}")
+
+
+def _token_words(tokens, kind, word_key, offsets, base):
+    """The word of every token (flat list, of one ``kind``, from flat token ``base`` on),
+    checked to be a str."""
     if kind == "str":
         return [token.lower() for token in tokens]
     try:
@@ -336,12 +348,12 @@ def _token_words(tokens, word_key, offsets):
         j = next(j for j, token in enumerate(tokens)
                  if (word_key not in token if kind == "dict" else len(token) == 0))
         missing = f"no {word_key!r} key" if kind == "dict" else "no items"
-        raise ValueError(f"{_where(j, offsets)} has {missing}") from None
+        raise ValueError(f"{_where(base + j, offsets)} has {missing}") from None
     if not all(issubclass(word_type, str) for word_type in set(map(type, words))):
         j = next(j for j, word in enumerate(words) if not isinstance(word, str))
         what = f"{word_key!r}" if kind == "dict" else "first item (the word)"
-        raise ValueError(f"{_where(j, offsets)}: its {what} is of type {type(words[j]).__name__}, "
-                         "not a str")
+        raise ValueError(f"{_where(base + j, offsets)}: its {what} is of type "
+                         f"{type(words[j]).__name__}, not a str")
     return words if kind == "dict" else [word.lower() for word in words]
 
 
@@ -370,78 +382,10 @@ def _windows(codes, offsets, radius, start_code, end_code):
     ``start_code`` before and ``end_code`` after its sequence."""
     position, length = _token_positions(offsets)
     tokens = np.arange(codes.size)
-    window = np.empty((2 * radius + 1, codes.size), dtype=np.int64)
+    window = np.empty((2 * radius + 1, codes.size), dtype=codes.dtype)
     for row, shift in enumerate(range(-radius, radius + 1)):
         inside = (position + shift >= 0) & (position + shift < length)
         padding = start_code if shift < 0 else end_code
         window[row] = np.where(inside, codes[np.clip(tokens + shift, 0, codes.size - 1)],
                                padding)
     return window
-
-
-def _tuple_keys(columns, sizes):
-    """One int64 per tuple ``(columns[0][i], columns[1][i], ...)``, equal iff the tuples are
-    (the values of column j lie in ``range(sizes[j])``)."""
-    keys, n_keys = np.asarray(columns[0], dtype=np.int64), int(sizes[0])
-    for column, size in zip(columns[1:], sizes[1:]):
-        if n_keys * size >= 2**62:  # renumber the keys so far densely to stay in int64
-            uniques, keys = np.unique(keys, return_inverse=True)
-            keys, n_keys = keys.ravel(), uniques.size
-        keys = keys * size + column
-        n_keys *= int(size)
-    return keys
-
-
-def _pmi_features(window, vertex_of_occurrence, n_vertices, words, suffixes):
-    """Unit-length rows of PMI(f, t) over the features f of the occurrences of each type t."""
-    # A template has at most one feature per occurrence: the index dtype is known up front,
-    # and int32 almost always. Each template's PMI values are made as its pairs are counted;
-    # the pairs of all templates are the largest memory here.
-    n_templates = len(_TRIGRAM_TEMPLATES) + len(_CONTEXT_TEMPLATES) + len(_SUFFIX_TEMPLATES)
-    most = max(n_vertices, n_templates * vertex_of_occurrence.size)
-    index_dtype = np.int32 if most < 2**31 else np.int64
-    type_counts = np.bincount(vertex_of_occurrence, minlength=n_vertices)
-    log_total = np.log(vertex_of_occurrence.size)
-    rows, columns, pmi = [], [], []
-    n_features = 0
-    for template_columns, sizes, present in _templates(window, words, suffixes):
-        uniques, feature = np.unique(_tuple_keys(template_columns, sizes), return_inverse=True)
-        feature = feature.ravel()
-        vertex = vertex_of_occurrence if present is None else vertex_of_occurrence[present]
-        pairs, counts = np.unique(vertex * uniques.size + feature, return_counts=True)
-        feature_counts = np.bincount(feature, minlength=uniques.size)
-        row, column = pairs // uniques.size, pairs % uniques.size
-        pmi.append(np.log(counts) + log_total - np.log(feature_counts[column])
-                   - np.log(type_counts[row]))
-        rows.append(row.astype(index_dtype))
-        columns.append((column + n_features).astype(index_dtype))
-        n_features += uniques.size
-    features = sp.csr_matrix((np.concatenate(pmi), (np.concatenate(rows),
-                                                    np.concatenate(columns))),
-                             shape=(n_vertices, n_features))
-    return normalize(features, copy=False)
-
-
-def _templates(window, words, suffixes):
-    """``(columns, sizes, present)`` of each feature template in turn (made one at a time:
-    each is as long as the text): the word codes that make its features at each occurrence
-    (of ``sizes`` values each), and which occurrences have one (None: all)."""
-    n_words = len(words)
-    for positions in chain(_TRIGRAM_TEMPLATES.values(), _CONTEXT_TEMPLATES.values()):
-        yield window[list(positions)], [n_words] * len(positions), None
-    if suffixes:
-        suffix_of_word = _suffix_codes(words[:-2], suffixes)
-        suffix_of_word = np.concatenate([suffix_of_word, [-1, -1]])  # the padding words
-        for position in _SUFFIX_TEMPLATES.values():
-            suffix = suffix_of_word[window[position]]
-            present = suffix >= 0
-            yield [suffix[present], window[2, present]], [len(suffixes), n_words], present
-
-
-def _suffix_codes(words, suffixes):
-    """The index in ``suffixes`` of the longest suffix each word ends with, -1 for none."""
-    index = {suffix: k for k, suffix in enumerate(suffixes)}
-    lengths = sorted({len(suffix) for suffix in suffixes}, reverse=True)
-    return np.array([next((index[word[-n:]] for n in lengths
-                           if n <= len(word) and word[-n:] in index), -1)
-                     for word in words], dtype=np.int64)
