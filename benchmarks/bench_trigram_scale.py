@@ -61,6 +61,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from bench_trigram_search import share_or_count
 from conll_features import DEFAULT_DATA
 
 from sklearn_ssl_crf.datasets import load_bc2gm, load_conll2000, load_ud_english_ewt
@@ -426,9 +427,11 @@ def child(args):
         _approximate._CANDIDATES_PER_NEIGHBOUR = args.candidates
     if args.ef_search is not None:
         _approximate._EXPANSION_SEARCH = args.ef_search
-    kept = {}
+    # The oracle's features are made again after the graph, so that the graph's peak memory
+    # is that of a user's call (holding them would add a copy to the search's).
+    occurrences, pmi_features = _trigram._trigram_occurrences, _trigram._pmi_features
     traced(_trigram, "_trigram_occurrences", "occurrences", started)
-    traced(_trigram, "_pmi_features", "PMI features", started, keep=kept)
+    traced(_trigram, "_pmi_features", "PMI features", started)
     traced(_trigram, "_mutual_knn", "exact search", started)
     traced(_trigram, "approximate_knn_weights", "approximate search", started)
 
@@ -457,9 +460,14 @@ def child(args):
     stage("graph done", started)
     weights = sp.csr_matrix(graph.weights)
     n_types = graph.n_vertices
-    del graph, text
+    del graph
+    window, vertex_of_occurrence, _, words, names = occurrences(text, "word.lower")
+    del text
+    features = pmi_features(window, vertex_of_occurrence, len(names), words,
+                            _trigram._frequent_endings(words[:-2]))
+    del window, vertex_of_occurrence, names
     recall_started = time.perf_counter()
-    recall, n_edges, agrees = sampled_recall(kept["PMI features"], weights, args.sample)
+    recall, n_edges, agrees = sampled_recall(features, weights, args.sample)
     stage("recall done", started)
     print(json.dumps({
         "sentences": args.child, "tokens": tokens, "types": n_types,
@@ -469,7 +477,7 @@ def child(args):
         "generation_seconds": generated,
         "edges": int(weights.nnz // 2), "recall": recall, "sampled_edges": n_edges,
         "oracle_agrees": bool(agrees), "recall_seconds": time.perf_counter() - recall_started,
-        "features": list(kept["PMI features"].shape), "nnz": int(kept["PMI features"].nnz)}))
+        "features": list(features.shape), "nnz": int(features.nnz)}))
 
 
 def run_child(args, size, algorithm, candidates, ef_search):
@@ -568,8 +576,9 @@ def main(argv=None):
                         help="vertices whose exact edges give the recall")
     parser.add_argument("--n-jobs", type=int, default=1,
                         help="trigram_graph's n_jobs (threads of its search)")
-    parser.add_argument("--max-df", type=float,
-                        help="trigram_graph's max_df for 'pruned' and 'auto' (default: its own)")
+    parser.add_argument("--max-df", type=share_or_count,
+                        help="trigram_graph's max_df for 'pruned' and 'auto', a share (0.01) "
+                             "or a number of types (1000) (default: its own)")
     parser.add_argument("--max-rss-mb", type=int, default=6000)
     parser.add_argument("--max-seconds", type=int, default=1800)
     parser.add_argument("--json", help="write the runs' results (stages included) here")

@@ -28,14 +28,20 @@ from sklearn_ssl_crf import GraphPRCRF, GraphPropagation
 from sklearn_ssl_crf.graph import trigram_graph
 
 
+def share_or_count(text):
+    """``--max-df`` as trigram_graph takes it: a float (a share of the types) or an int."""
+    return float(text) if any(c in text for c in ".eE") else int(text)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--algorithms", nargs="+", choices=("pruned", "hnsw"),
                         default=["pruned", "hnsw"])
-    parser.add_argument("--max-df", type=float, default=0.003,
-                        help="trigram_graph's max_df for 'pruned' (default: its default)")
+    parser.add_argument("--max-df", type=share_or_count, default=0.003,
+                        help="trigram_graph's max_df for 'pruned': a share (0.01) or a "
+                             "number of types (1000)")
     args = parser.parse_args(argv)
     print("| pool | types | search | seconds | edges | recall | GP error | PR error | "
           "PR-θ error |")

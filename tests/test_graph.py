@@ -482,6 +482,32 @@ def test_common_rows_rank_the_candidates_the_other_rows_give(monkeypatch, dense_
     assert (expected != brute_force_mutual_knn(other, 4)).any()
 
 
+@pytest.mark.parametrize("blocks", ["sparse", "dense"])
+@pytest.mark.parametrize("with_excluded", [False, True])
+def test_pairs_matched_as_blocks_come_are_the_mutual_pairs_of_all_kept_pairs(
+        monkeypatch, blocks, with_excluded):
+    # Sparse rows are matched block by block, holding only the mutual pairs; dense rows
+    # hold every row's kept pairs, then match them. Small integer entries make every
+    # product exact, so both see the same similarities, with many ties at the k-th place.
+    rng = np.random.default_rng(31)
+    entries = rng.integers(1, 3, size=(150, 12)) * (rng.random((150, 12)) < 0.3)
+    excluded = rng.random(150) < 0.1 if with_excluded else None
+    held = _search._mutual_knn(entries.astype(float), 5, 300, excluded=excluded)
+    monkeypatch.setattr(_search, "_dense_if_dense_enough", sp.csr_matrix)
+    monkeypatch.setattr(_search, "_DENSE_ENOUGH", 0.0 if blocks == "dense" else 2.0)
+    matched = _search._mutual_knn(sp.csr_matrix(entries.astype(float)), 5, 300,
+                                  excluded=excluded)
+    similarities = (entries @ entries.T).astype(float)
+    candidates = None if excluded is None else np.broadcast_to(~excluded, (150, 150))
+    expected = brute_force_mutual_knn(similarities, 5, candidates)
+    np.testing.assert_array_equal(matched.toarray(), expected)
+    np.testing.assert_array_equal(held.toarray(), expected)
+    assert matched.has_sorted_indices and (matched.data > 0).all()
+    assert np.count_nonzero(expected) > 100
+    if excluded is not None:
+        assert not expected[excluded].any() and excluded.any()
+
+
 def test_pruned_search_without_a_common_feature_is_the_exact_search():
     rng = np.random.default_rng(13)
     sentences = random_sentences(rng, 60, ["the", "cats", "dogs", "sat", "walked", "a", "."])
@@ -552,6 +578,29 @@ def test_bad_tokens_in_a_later_block_are_named_by_their_place_in_X(monkeypatch, 
     monkeypatch.setattr(_trigram, "_BLOCK_TOKENS", 1)  # a block per sequence
     with pytest.raises(error, match=match):
         trigram_graph(X)
+
+
+@pytest.mark.parametrize("build", [
+    lambda X, rows: trigram_graph(X, n_neighbors=5, algorithm="exact"),
+    lambda X, rows: trigram_graph(X, n_neighbors=5, algorithm="pruned", max_df=3),
+    lambda X, rows: knn_graph(rows, n_neighbors=5),
+])
+def test_built_graphs_are_what_the_checked_constructor_makes_of_them(build):
+    # The builders' graphs skip SimilarityGraph's copy and checks: they must pass them
+    # unchanged (canonical CSR of float64, symmetric, positive, int64 token vertices).
+    rng = np.random.default_rng(23)
+    X = random_sentences(rng, 50, ["the", "cats", "dogs", "sat", "walked", "a", "on", "."])
+    rows = [rng.normal(size=(len(sentence), 4)) for sentence in X]
+    graph = build(X, rows)
+    checked = SimilarityGraph(graph.weights, graph.token_vertices, graph.vertex_names)
+    assert graph.weights.format == "csr" and graph.weights.dtype == np.float64
+    assert graph.weights.has_canonical_format and graph.weights.nnz > 50
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(checked.weights, name),
+                                      getattr(graph.weights, name))
+    assert (graph.weights != graph.weights.T).nnz == 0 and (graph.weights.data > 0).all()
+    assert graph.token_vertices.dtype == checked.token_vertices.dtype == np.int64
+    np.testing.assert_array_equal(checked.token_vertices, graph.token_vertices)
 
 
 def test_edge_cases_of_trigram_graph():

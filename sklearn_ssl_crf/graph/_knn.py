@@ -111,7 +111,7 @@ def knn_graph(X, n_neighbors=20, min_similarity=None, self_weight=None,
         weights = _mutual_knn(context, n_neighbors, max_block_entries, own_rows=own,
                               own_weight=self_weight, min_own_similarity=min_similarity,
                               excluded=excluded if excluded.any() else None)
-    return SimilarityGraph(weights, np.arange(sequences.n_tokens))
+    return SimilarityGraph._built(weights, np.arange(sequences.n_tokens, dtype=np.int64))
 
 
 def _feature_sequences(X):

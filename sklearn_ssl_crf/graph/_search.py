@@ -75,17 +75,31 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
                           max(min_similarity, SMALLEST_SIMILARITY), own_rows, own_weight,
                           min_own_similarity, common_rows, excluded)
     blocks = list(_row_blocks(search.rows, max_block_entries, by_nonzeros=own_rows is None))
+    n_rows, index_dtype = search.n_rows, search.index_dtype
+    pieces = _searched_pieces(search, blocks, n_threads)
+    symmetric, min_similarity = search.symmetric, search.min_similarity
+    # The pieces hold the search (its transposed rows) until the last block, and then
+    # nothing does, before the pairs are matched.
+    del search
+    if symmetric:
+        return _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
+                                     index_dtype)
+    kept = list(pieces)
+    del pieces
+    return _mutual_weights(kept, n_rows, index_dtype)
+
+
+def _searched_pieces(search, blocks, n_threads):
+    """The kept pairs of ``blocks`` (`_kept_rows` pieces), in order of rows."""
     client = dask_client()
     if client is not None and len(blocks) > 1:
-        kept = _cluster_blocks(client, search, blocks)
-    else:
-        # Blocks are independent and come back in order, so any number of threads gives
-        # the same graph; SciPy's sparse products and NumPy's sorts release the GIL.
-        with ThreadPoolExecutor(max(1, min(n_threads, len(blocks)))) as pool:
-            kept = [piece for pieces in pool.map(search, *zip(*blocks)) for piece in pieces]
-    n_rows, index_dtype = search.n_rows, search.index_dtype
-    del search  # its transposed rows, before the pairs are matched
-    return _mutual_weights(kept, n_rows, index_dtype)
+        yield from _cluster_blocks(client, search, blocks)
+        return
+    # Blocks are independent and come back in order, so any number of threads gives the
+    # same graph; SciPy's sparse products and NumPy's sorts release the GIL.
+    with ThreadPoolExecutor(max(1, min(n_threads, len(blocks)))) as pool:
+        for pieces in pool.map(search, *zip(*blocks)):
+            yield from pieces
 
 
 class _BlockSearch:
@@ -104,6 +118,10 @@ class _BlockSearch:
         self.n_neighbors, self.min_similarity = n_neighbors, min_similarity
         self.own_weight, self.min_own_similarity = own_weight, min_own_similarity
         self.excluded = excluded
+        # Sparse rows with no own rows: a pair's similarity is the same sparse products
+        # (and common term) added in the same order from either end, so each end's value
+        # is the other's, bit for bit (`_matched_as_they_come` needs it).
+        self.symmetric = sp.issparse(self.rows) and own_rows is None
         self.dense_step = max(1, max_block_entries // self.n_rows)
         self.index_dtype = np.int32 if self.n_rows * n_neighbors < 2**31 else np.int64
         self._transpose()
@@ -155,8 +173,10 @@ class _BlockSearch:
         outside = None
         if self.common_rows is not None:
             outside = block <= self.min_similarity
-            block += _to_dense(safe_sparse_dot(self.common_rows[first:last],
-                                               self.common_columns))
+            # Pair by pair, as a sparse block adds it: the same term from either end.
+            local, targets = np.nonzero(~outside & self.has_common[first:last, None]
+                                        & self.has_common)
+            block[local, targets] += _common_terms(self.common_rows, first + local, targets)
         if self.own_rows is not None:
             own = _to_dense(safe_sparse_dot(self.own_rows[first:last], self.own_columns))
             if self.min_own_similarity is not None:
@@ -173,11 +193,13 @@ class _BlockSearch:
 
 def _cluster_blocks(client, search, blocks):
     """The kept pairs of ``blocks`` searched on the workers of a dask cluster: the search
-    (its rows) sent to every worker once, one task per block, the pieces back in order, so
-    the same graph as in one process."""
+    (its rows) sent to every worker once, one task per block, the pieces back in order
+    (each block's as it is needed), so the same graph as in one process."""
     held = client.scatter(search, broadcast=True, hash=False)
     futures = client.map(_search_block, [held] * len(blocks), *zip(*blocks), pure=False)
-    return [piece for pieces in client.gather(futures) for piece in pieces]
+    for future in futures:
+        yield from future.result()
+        future.release()
 
 
 def _search_block(search, start, stop):
@@ -210,10 +232,65 @@ def _add_common_part(similarities, local, start, common_rows, has_common, min_si
     # get a term.
     both = np.flatnonzero((values > min_similarity) & block_has_common[local]
                           & has_common[targets])
-    for first in range(0, both.size, _PAIRS_AT_ONCE):
-        pairs = both[first:first + _PAIRS_AT_ONCE]
-        values[pairs] += np.asarray(common_rows[start + local[pairs]].multiply(
+    values[both] += _common_terms(common_rows, start + local[both], targets[both])
+
+
+def _common_terms(common_rows, sources, targets):
+    """``common_rows[u] @ common_rows[v]`` of the pairs (u, v) of ``sources`` and
+    ``targets``, a few pairs at a time."""
+    terms = np.empty(sources.size)
+    for first in range(0, sources.size, _PAIRS_AT_ONCE):
+        pairs = slice(first, first + _PAIRS_AT_ONCE)
+        terms[pairs] = np.asarray(common_rows[sources[pairs]].multiply(
             common_rows[targets[pairs]]).sum(axis=1)).ravel()
+    return terms
+
+
+def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
+                          index_dtype):
+    """The symmetric weights of the mutual pairs among the kept ones, matched as the
+    pieces (`_kept_rows`, of consecutive blocks of rows) come, for a symmetric search (each
+    pair's similarity the same from both ends, and so its candidates): only the mutual
+    pairs are held, never every row's k kept pairs.
+
+    Row u keeps v iff their similarity is above u's k-th best, or equal to it with v no
+    later than the last of u's kept ties (ties go to the lower index); below k kept, u kept
+    every candidate. So a pair kept by the later row v is mutual iff the earlier row u's
+    threshold keeps it: each mutual pair is found once, in the later row's block.
+    """
+    threshold = np.full(n_rows, min_similarity)  # keeps every candidate
+    last_tie = np.full(n_rows, -1, dtype=np.int64)
+    found, start = [], 0
+    for counts, targets, values in pieces:
+        stop = start + counts.size
+        sources = np.repeat(np.arange(start, stop), counts)
+        nonempty = np.flatnonzero(counts)
+        if nonempty.size:
+            firsts = (np.cumsum(counts) - counts)[nonempty]
+            full = counts[nonempty] >= n_neighbors
+            rows = start + nonempty[full]
+            threshold[rows] = np.minimum.reduceat(values, firsts)[full]
+            ties = np.where(values == threshold[sources], targets, -1)
+            last_tie[rows] = np.maximum.reduceat(ties, firsts)[full]
+        # An excluded row keeps candidates but is no one's: its pairs are not mutual.
+        earlier = targets < sources
+        if excluded is not None:
+            earlier &= ~excluded[sources]
+        u, v, value = targets[earlier], sources[earlier], values[earlier]
+        mutual = (value > threshold[u]) | ((value == threshold[u]) & (v <= last_tie[u]))
+        found.append((v[mutual].astype(index_dtype), u[mutual], value[mutual]))
+        start = stop
+    # One array at a time, so each one's pieces go once it is joined.
+    rows, columns, values = (list(parts) for parts in zip(*found))
+    del found
+    rows = np.concatenate(rows)
+    columns = np.concatenate(columns)
+    values = np.concatenate(values)
+    lower = sp.csr_matrix((values, (rows, columns)), shape=(n_rows, n_rows))
+    del rows, columns, values
+    weights = (lower + lower.T).tocsr()
+    weights.sort_indices()
+    return weights
 
 
 def _mutual_weights(kept, n_rows, index_dtype):

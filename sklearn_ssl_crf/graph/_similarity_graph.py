@@ -59,6 +59,18 @@ class SimilarityGraph:
                                  f"{self.weights.shape[0]} vertices")
         self.vertex_names = vertex_names
 
+    @classmethod
+    def _built(cls, weights, token_vertices, vertex_names=None):
+        """A graph the package's builders made, taken as it is: their weights are a
+        canonical CSR matrix of float64, exactly symmetric with positive entries off the
+        diagonal, and their token vertices int64, by construction. Not copied or checked
+        again: the check's copies would be several times a large graph (10^6 sentences
+        give a trigram graph of 5 GB)."""
+        graph = cls.__new__(cls)
+        graph.weights, graph.token_vertices = weights, token_vertices
+        graph.vertex_names = vertex_names
+        return graph
+
     @property
     def n_vertices(self):
         return self.weights.shape[0]

@@ -170,6 +170,7 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
     if auto_suffixes:
         suffixes = _frequent_endings(words[:-2])
     features = _pmi_features(window, vertex_of_occurrence, len(names), words, suffixes)
+    del window, vertex_of_occurrence
     if algorithm == "auto":
         algorithm = "pruned" if len(names) >= PRUNED_FROM else "exact"
     if algorithm == "hnsw":
@@ -181,7 +182,7 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
             features, common = _split_common_columns(features, most)
         weights = _mutual_knn(features, n_neighbors, max_block_entries, common_rows=common,
                               n_threads=n_threads)
-    return SimilarityGraph(weights, token_vertices, names)
+    return SimilarityGraph._built(weights, token_vertices, names)
 
 
 def _frequent_endings(words, lengths=(1, 2, 3), share=0.01):
