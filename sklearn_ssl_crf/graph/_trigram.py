@@ -50,7 +50,7 @@ _NEEDS_WORDS = ("trigram_graph needs words: pass feature dicts or tokens (str, o
 
 
 def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
-                  max_block_entries=2**22, algorithm="auto", max_df=0.01, n_jobs=None):
+                  max_block_entries=2**22, algorithm="auto", max_df=1000, n_jobs=None):
     """Mutual k-nearest-neighbour graph over the trigram types of text (He et al. 2013 §4.2).
 
     Every token whose word is not punctuation stands for its trigram type
@@ -82,26 +82,29 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
     algorithm : {'auto', 'exact', 'pruned', 'hnsw'}, default='auto'
         How each type's candidates are found. 'exact': compared with every type that shares
         a feature with it. 'pruned': with the types that share one of its features held by
-        at most ``max_df`` of the types, the usual pruning of pairwise document similarity
-        at scale (the few common features make most of the exact search's products); the
+        at most ``max_df`` types, the usual pruning of pairwise document similarity at
+        scale (the few common features make most of the exact search's products); the
         candidates are ranked and weighted by the cosine of the full PMI rows, so only a
-        pair that shares nothing but common features can be missed. It gave the exact graph
-        (every edge, the same weights) of the data folder's 35,157 English sentences
-        (555,160 types) in 0.48 of the time, of 20,000 of them, and of 10^5 generated
-        sentences (1.5 million types: 375 s in two threads against 1,375 s in one);
-        its time still grows faster than the text (docs/benchmarks.md). 'auto': 'exact'
-        below 200,000 types (about 10,000 sentences), 'pruned' from there. 'hnsw' searches
-        faiss's approximate index over the PMI rows reduced to 256 dimensions by truncated
-        SVD, then scores the candidates exactly; no 'auto' switches to it: the SVD keeps
-        too little of the PMI rows' ranking (42-77 % of the exact graph's edges on the UD
-        pools of 18,000-38,000 types, 2 % on 1.5 million types of synthetic text).
-    max_df : float in (0, 1] or int, default=0.01
+        pair that shares nothing but common features can be missed. 'auto': 'exact' below
+        200,000 types (about 10,000 sentences), 'pruned' from there. With the default
+        ``max_df`` it kept 0.9995 of the exact graph's edges on the data folder's 35,157
+        English sentences (555,160 types) in a third of the time, and built the graph of
+        10^5 generated sentences (1.5 million types) in 53 s and of 10^6 (13 million
+        types, 208 million edges, 16 GB at its peak) in 22 minutes, in two threads
+        (docs/benchmarks.md). 'hnsw' searches faiss's approximate index over the PMI rows
+        reduced to 256 dimensions by truncated SVD, then scores the candidates exactly; no
+        'auto' switches to it: the SVD keeps too little of the PMI rows' ranking (42-77 %
+        of the exact graph's edges on the UD pools of 18,000-38,000 types, 2 % on 1.5
+        million types of synthetic text).
+    max_df : int or float in (0, 1], default=1000
         For 'pruned' (and 'auto' from 200,000 types): a type is not a candidate of another
-        for sharing only features held by more than this share of the types (float) or this
-        number of types (int), as in scikit-learn's ``CountVectorizer``. Ignored otherwise.
-        Lower is faster and misses more: on 20,000 English sentences (333,000 types) 1,000
-        types kept 0.9998 of the exact graph's edges in 0.69 of 0.01's time, 300 types
-        0.98.
+        for sharing only features held by more than this number of types (int) or this
+        share of the types (float), as in scikit-learn's ``CountVectorizer``. Ignored
+        otherwise. A number bounds each type's candidates however large the text, where a
+        share lets them grow with it: 1,000 types kept 0.998-0.9998 of the exact graph's
+        edges from 20,000 real to 10^5 generated sentences, in 0.17 of the time of 1 % of
+        the types at 10^5 (which gave the exact graph). Lower is faster and misses more
+        (300 types: 0.98).
     n_jobs : int, default=None
         Threads that search blocks of types at once (None: 1; -1: as many as joblib finds
         cores), with the same graph for any number. Two threads took 0.62 of one's time on
