@@ -129,12 +129,10 @@ class _BlockSearch:
     def _transpose(self):
         self.columns = _transposed(self.rows)
         self.own_columns = None if self.own_rows is None else _transposed(self.own_rows)
-        self.common_columns = (None if self.common_rows is None else
-                               _transposed(self.common_rows))
 
     def __getstate__(self):
         return {name: value for name, value in vars(self).items()
-                if name not in ("columns", "own_columns", "common_columns")}
+                if name not in ("columns", "own_columns")}
 
     def __setstate__(self, state):
         vars(self).update(state)
