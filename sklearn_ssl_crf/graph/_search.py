@@ -1,8 +1,9 @@
 """The mutual k-nearest-neighbour search both graph builders share (He et al. 2013 §4.1):
 rows of unit vectors are compared a block of rows at a time and only the k best of each row
-are kept, so memory stays about ``n_vertices * k`` plus one block, never
-``n_vertices ** 2``. The blocks are searched in threads, or, inside joblib's dask backend,
-as tasks on the cluster's workers; either way the same graph as one thread.
+are kept (or, for sparse rows, only the mutual pairs among them), so memory stays at most
+about ``n_vertices * k`` plus one block, never ``n_vertices ** 2``. The blocks are searched
+in threads, or, inside joblib's dask backend, as tasks on the cluster's workers; either way
+the same graph as one thread.
 """
 
 import numbers
@@ -67,7 +68,8 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     either). u keeps its ``n_neighbors`` most similar candidates, ties going to the lower
     index. (u, v) is an edge iff each keeps the other; its weight is the smaller of the two
     computed similarities (they can differ by rounding), so the result is exactly symmetric.
-    Memory: the kept pairs (``n x n_neighbors``) plus about ``max_block_entries``
+    Memory: the kept pairs (``n x n_neighbors``; for sparse rows without ``own_rows``
+    only the mutual ones, `_matched_as_they_come`) plus about ``max_block_entries``
     similarities at a time, dense or (for sparse rows) the nonzeros of a sparse block, in
     each of ``n_threads`` threads, which search blocks at once.
     """
