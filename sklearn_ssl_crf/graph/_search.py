@@ -280,12 +280,7 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
         mutual = (value > threshold[u]) | ((value == threshold[u]) & (v <= last_tie[u]))
         found.append((v[mutual].astype(index_dtype), u[mutual], value[mutual]))
         start = stop
-    # One array at a time, so each one's pieces go once it is joined.
-    rows, columns, values = (list(parts) for parts in zip(*found))
-    del found
-    rows = np.concatenate(rows)
-    columns = np.concatenate(columns)
-    values = np.concatenate(values)
+    rows, columns, values = _joined(found)
     lower = sp.csr_matrix((values, (rows, columns)), shape=(n_rows, n_rows))
     del rows, columns, values
     weights = (lower + lower.T).tocsr()
@@ -293,16 +288,19 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
     return weights
 
 
+def _joined(pieces):
+    """The three arrays of a list of pieces ``(a, b, c)``, each joined; the list is emptied
+    and each array's pieces go once it is joined (one array at a time)."""
+    parts = [list(column) for column in zip(*pieces)]
+    pieces.clear()
+    return [np.concatenate(parts.pop(0)) for _ in range(3)]
+
+
 def _mutual_weights(kept, n_rows, index_dtype):
     """The symmetric weights of the mutual pairs among the kept ones (``_kept_rows`` pieces
     of consecutive blocks of rows; the list is emptied): each weight the smaller of the
     pair's two values."""
-    counts, targets, values = (list(parts) for parts in zip(*kept))
-    kept.clear()
-    # One array at a time, so each one's pieces go once it is joined.
-    counts = np.concatenate(counts)
-    targets = np.concatenate(targets)
-    values = np.concatenate(values)
+    counts, targets, values = _joined(kept)
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
     directed = sp.csr_matrix((values, targets, indptr), shape=(n_rows, n_rows))
     directed.sort_indices()
