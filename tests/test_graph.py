@@ -565,6 +565,18 @@ def test_the_text_read_in_blocks_gives_the_graph_of_one_block(monkeypatch, block
     assert (read.weights != whole.weights).nnz == 0 and whole.weights.nnz > 50
 
 
+class _MisreportedLength(list):
+    def __len__(self):
+        return 1
+
+
+def test_a_sequence_whose_length_misreports_its_tokens_is_named():
+    X = [["a", "b"], _MisreportedLength(["c", "d", "e"])]
+    with pytest.raises(ValueError, match="sequence 1 of X gives 3 tokens when read but its "
+                                         "len.. is 1"):
+        trigram_graph(X)
+
+
 @pytest.mark.parametrize("X, error, match", [
     ([["a", "b"], ["c"], [{"word.lower": "d"}]], TypeError,
      "mixes kinds of tokens: token 0 of sequence 0 is a str, token 0 of sequence 2 a dict"),

@@ -301,6 +301,10 @@ def _read_words(X, word_key):
     index, first_kind = {}, None
     for first, last in _sequence_blocks(offsets, _BLOCK_TOKENS):
         tokens = list(chain.from_iterable(X[first:last]))
+        if len(tokens) != offsets[last] - offsets[first]:
+            i = next(i for i in range(first, last) if len(list(X[i])) != lengths[i])
+            raise ValueError(f"sequence {i} of X gives {len(list(X[i]))} tokens when read "
+                             f"but its len() is {lengths[i]}")
         first_kind = _token_kind_of(tokens, first_kind, offsets, offsets[first])
         words = _token_words(tokens, first_kind[0], word_key, offsets, offsets[first])
         codes[offsets[first]:offsets[last]] = np.fromiter(
