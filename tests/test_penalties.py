@@ -69,6 +69,36 @@ def test_laplacian_gradient_matches_finite_differences(laplacian_case):
     assert np.abs(gradient[token_vertices >= 0]).max() > 1e-3
 
 
+def test_kept_degrees_scale_each_kept_edge_by_its_ends_lost_degree(laplacian_case):
+    """Vertex 6 has no token: its neighbours' kept edges are scaled by
+    sqrt(d_a d_b / (d'_a d'_b)) (the definition, summed edge by edge); with every vertex
+    present the scaling is the identity."""
+    weights, token_vertices, seed_sums, marginals = laplacian_case
+    degrees = weights.sum(axis=1)
+    kept_degrees = weights[:, :6].sum(axis=1)
+    counts = seed_sums.sum(axis=1) + np.bincount(token_vertices[token_vertices >= 0],
+                                                 minlength=7)
+    averages = (seed_sums + np.stack([marginals[token_vertices == a].sum(axis=0)
+                                      for a in range(7)]))[:6] / counts[:6, None]
+    expected = sum(0.5 * weights[a, b] * np.sqrt(degrees[a] * degrees[b]
+                                                 / (kept_degrees[a] * kept_degrees[b]))
+                   * ((averages[a] - averages[b]) ** 2).sum()
+                   for a in range(6) for b in range(6) if weights[a, b])
+    penalty = GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices, seed_sums,
+                                    keep_degrees=True)
+    assert weights[:6, 6].any()
+    assert penalty(marginals)[0] == pytest.approx(expected, rel=1e-12)
+    assert expected > GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices,
+                                            seed_sums)(marginals)[0]
+    everywhere = token_vertices.copy()
+    everywhere[-1] = 6
+    plain, scaled = (GraphLaplacianPenalty(sp.csr_matrix(weights), everywhere, seed_sums,
+                                           keep_degrees=keep)(marginals)
+                     for keep in (False, True))
+    assert scaled[0] == pytest.approx(plain[0], rel=1e-14)
+    np.testing.assert_allclose(scaled[1], plain[1], rtol=1e-13, atol=1e-15)
+
+
 def test_laplacian_is_zero_when_neighbours_agree():
     weights = sp.csr_matrix(_random_graph(4, 1.0, np.random.default_rng(1)))
     tokens = np.array([0, 1, 2, 3, 3])

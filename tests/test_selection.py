@@ -560,7 +560,8 @@ def test_the_folds_train_on_a_weighted_sample_and_the_refit_on_the_pool(syntheti
 
 def test_graph_pr_folds_run_on_a_weighted_sample_and_the_pools_graph(synthetic):
     """Graph-PR's folds on a sample are those of a fit given only the sample as
-    unlabelled, the pool's graph over those tokens and the unlabelled weight scaled by the
+    unlabelled, the pool's graph over those tokens, each kept edge scaled by its ends'
+    lost degree (``sqrt(d_a d_b / (d'_a d'_b))``), and the unlabelled weight scaled by the
     pool's tokens over the sample's; the refit is the fixed-setting fit on the pool."""
     X, y = synthetic
     graph = answer_graph(X, y)
@@ -576,13 +577,26 @@ def test_graph_pr_folds_run_on_a_weighted_sample_and_the_pools_graph(synthetic):
     scale = lengths[30:].sum() / lengths[30 + chosen].sum()
     tokens = np.concatenate([np.arange(offsets[i], offsets[i + 1])
                              for i in [*range(30), *(30 + chosen)]])
-    on_sample = GraphPRCRF(
-        graph=SimilarityGraph(graph.weights, graph.token_vertices[tokens]),
-        selection_unlabeled=None, **dict(settings, unlabeled_weight=scale)).fit(
-        labelled, y[:30], X_unlabeled=pool[chosen])
-    for key, values in on_sample.cv_results_.items():
+    vertices = graph.token_vertices[tokens]
+    present = np.zeros(graph.n_vertices)
+    present[vertices] = 1.0
+    kept = sp.diags(present) @ graph.weights @ sp.diags(present)
+    degrees, kept_degrees = (np.asarray(w.sum(axis=1)).ravel() for w in (graph.weights, kept))
+    ratio = np.divide(degrees, kept_degrees, out=np.zeros_like(degrees),
+                      where=kept_degrees > 0)
+    assert ratio.max() > 1.0  # the sample's vertices lost neighbours
+    root = sp.diags(np.sqrt(ratio))
+    results = {}
+    for name, weights in (("scaled", root @ kept @ root), ("restricted", kept)):
+        results[name] = GraphPRCRF(
+            graph=SimilarityGraph(weights, vertices),
+            selection_unlabeled=None, **dict(settings, unlabeled_weight=scale)).fit(
+            labelled, y[:30], X_unlabeled=pool[chosen]).cv_results_
+    for key, values in results["scaled"].items():
         if key.startswith("split"):
             np.testing.assert_array_equal(sampled.cv_results_[key], values)
+    assert not np.array_equal(results["restricted"]["mean_test_score"],
+                              results["scaled"]["mean_test_score"])
     assert 0 < sampled.best_iteration_ == sampled.n_iter_
     refit = GraphPRCRF(graph=graph, **dict(settings, em_iterations=sampled.n_iter_,
                                            early_stopping=False)).fit(

@@ -141,17 +141,17 @@ class GraphPRCRF(SemiSupervisedPath):
     selection_unlabeled : int or None, default=None
         None: every cross-validation fold's EM runs on all the unlabelled sequences. An
         int: on a random sample of at most this many of them (drawn with
-        ``random_state``), and the folds' held-out sequences; the graph, built on every
-        sequence, keeps the edges between the vertices that these and the labelled
-        tokens have, and the unlabelled term is weighted by the pool's tokens over the
-        sample's, so that ``unlabeled_weight`` means what it means on the whole pool; the
-        refit runs on all of them. It bounds what selection costs on a large pool (``cv``
-        runs on the sample and one on the pool), but on the sample's sparser graph EM
-        peaks later on the folds than on the pool: on UD English-EWT with 9,978 and
-        15,978 unlabelled sentences, samples of 2,000 and 10,000 chose 20 and 14 EM
-        iterations where the whole pool chose 11 and 10, and the refits made 3.17 and
-        1.25 points more token error (docs/benchmarks.md); hence the default. A dev
-        set's run, which is the model, sees all of them.
+        ``random_state``), and the folds' held-out sequences; the refit runs on all of
+        them. The graph, built on every sequence, keeps the edges between the vertices
+        that these and the labelled tokens have, each scaled by
+        ``sqrt(d_a d_b / (d'_a d'_b))`` (``d`` a vertex's weighted degree in the graph,
+        ``d'`` among the kept edges), so that a sampled vertex is pulled towards its
+        neighbours as on the whole graph; the unlabelled term is weighted by the pool's
+        tokens over the sample's, so that ``unlabeled_weight`` means what it means on
+        the whole pool. It bounds what selection costs on a large pool (``cv`` runs on
+        the sample and one on the pool). Without the edges' scaling the folds' EM peaked
+        later on the sample than on the pool and the refit overshot (UD English-EWT,
+        docs/benchmarks.md). A dev set's run, which is the model, sees all of them.
     algorithm : {'lbfgs'}, default='lbfgs'
         As in `CRF`. This and the L-BFGS settings below apply to the supervised start and
         to every M-step.
@@ -436,7 +436,8 @@ vectorizer_
         pool = problem.unlabeled_index if fold.sample is None else fold.sample.index
         unlabeled = np.union1d(pool, labelled_index[held])
         codes = np.concatenate([problem.codes[i] for i in train])
-        penalty = self._graph_penalty(sequences, labelled_index[train], unlabeled, codes)
+        penalty = self._graph_penalty(sequences, labelled_index[train], unlabeled, codes,
+                                      keep_degrees=fold.sample is not None)
         held_sequences = labelled_index[held]
         vertices = self.graph_.token_vertices[_token_indices(sequences, held_sequences)]
         held_data = (self._chunked(sequences[held_sequences], groups=vertices,
@@ -468,8 +469,9 @@ vectorizer_
             problem.y, fold.labelled_index, fold.unlabeled_index, fold.unlabeled, fold.layout,
             result.state, problem.sequences)
 
-    def _graph_penalty(self, sequences, labelled, unlabeled, codes):
-        """The Laplacian penalty of the unlabelled tokens, seeded by the labelled ones."""
+    def _graph_penalty(self, sequences, labelled, unlabeled, codes, keep_degrees=False):
+        """The Laplacian penalty of the unlabelled tokens, seeded by the labelled ones
+        (``keep_degrees``: see `GraphLaplacianPenalty`)."""
         sequence_of_token = np.repeat(np.arange(len(sequences)), sequences.lengths)
         vertices = self.graph_.token_vertices
         labelled_vertices = vertices[np.isin(sequence_of_token, labelled)]
@@ -479,7 +481,8 @@ vectorizer_
             (np.ones(seeded.sum()), (labelled_vertices[seeded], codes[seeded])),
             shape=(self.graph_.n_vertices, len(self.classes_))).toarray()
         return GraphLaplacianPenalty(self.graph_.weights,
-                                     vertices[np.isin(sequence_of_token, unlabeled)], seed_sums)
+                                     vertices[np.isin(sequence_of_token, unlabeled)], seed_sums,
+                                     keep_degrees)
 
     def _transduction(self, y, labelled, unlabeled, unlabeled_data, layout, q, sequences):
         """Gold labels of the labelled sequences (theta's best labelling that keeps them

@@ -121,6 +121,12 @@ class GraphLaplacianPenalty(MarginalPenalty):
         Vertex of every unlabelled token (-1: none); these are the penalty's groups.
     seed_sums : ndarray of shape (n_vertices, n_labels)
         Per vertex, the count of each gold label among its labelled tokens.
+    keep_degrees : bool, default=False
+        Where some of a vertex's neighbours have no token (the tokens are a sample of
+        those the graph was built on), scale each kept edge ``ab`` by
+        ``sqrt(d_a d_b / (d'_a d'_b))``, ``d`` a vertex's weighted degree in ``weights``
+        and ``d'`` in the kept edges, so that a sampled vertex is pulled towards its
+        neighbours about as strongly as on the whole graph.
 
     See Also
     --------
@@ -141,7 +147,7 @@ class GraphLaplacianPenalty(MarginalPenalty):
     (1.0, [[2.0, -2.0], [-2.0, 2.0]])
     """
 
-    def __init__(self, weights, token_vertices, seed_sums):
+    def __init__(self, weights, token_vertices, seed_sums, keep_degrees=False):
         self.token_groups = np.asarray(token_vertices, dtype=np.int64)
         self.seed_sums = np.asarray(seed_sums, dtype=np.float64)
         self.n_groups = self.seed_sums.shape[0]
@@ -150,8 +156,15 @@ class GraphLaplacianPenalty(MarginalPenalty):
         present = counts > 0
         self.inverse_counts = np.divide(1.0, counts, out=np.zeros(self.n_groups),
                                         where=present)[:, None]
+        weights = sp.csr_matrix(weights)
         keep = sp.diags(present.astype(np.float64))
-        kept = keep @ sp.csr_matrix(weights) @ keep
+        kept = keep @ weights @ keep
+        if keep_degrees:
+            kept_degrees = np.asarray(kept.sum(axis=1)).ravel()
+            ratio = np.divide(np.asarray(weights.sum(axis=1)).ravel(), kept_degrees,
+                              out=np.zeros(self.n_groups), where=kept_degrees > 0)
+            root = sp.diags(np.sqrt(ratio))
+            kept = root @ kept @ root
         # L = D - W as one matrix: one sparse product per evaluation.
         self.laplacian = sp.csr_matrix(sp.diags(np.asarray(kept.sum(axis=1)).ravel()) - kept)
 
