@@ -523,7 +523,7 @@ def test_train_refuses_options_the_method_would_ignore(corpus, tmp_path, capsys,
 
 @pytest.mark.parametrize("method, value, expected", [
     ("self-training", "40", 40), ("self-training", "all", None),
-    ("self-training", None, 10_000), ("graph-pr", None, None), ("graph-pr", "40", 40)])
+    ("self-training", None, 10_000), ("graph-pr", None, 10_000), ("graph-pr", "all", None)])
 def test_selection_unlabelled_reaches_the_estimator(corpus, tmp_path, method, value,
                                                      expected):
     _, paths = corpus

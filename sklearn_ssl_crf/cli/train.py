@@ -154,8 +154,7 @@ def _add_model_options(model):
                        help="unlabelled sentences on which the cross-validation folds run "
                        "the semi-supervised phase, a random sample weighted to stand for "
                        "all; the final fit reads all of them (entropy, jiao, self-training, "
-                       "graph-pr; default 10000, graph-pr all; all: every fold reads all of "
-                       "them)")
+                       "graph-pr; default 10000; all: every fold reads all of them)")
     model.add_argument("--em-iterations", type=int,
                        help="EM iterations at most (graph-pr; default 20)")
     model.add_argument("--batch-size", type=int, help="mini-batch size (ngd; default 16)")
