@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed, parallel_config
+from memory_cap import run_capped
 
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.features import SequenceVectorizer
@@ -105,3 +106,72 @@ def test_attributes_stored_as_zero_pair_with_labels_and_leave_the_kernels():
     np.testing.assert_array_equal(
         observed_weight_masks([partial], 2, all_possible_states=False)["state_mask"],
         [[True, False], [False, False]])
+
+
+def _dense_group_sums(chunk, workspace, values):
+    """A chunk's rows of ``values`` (its slice of the corpus's, by packed position) summed
+    by group as the whole (n_groups, k) array: what every chunk returned before
+    `GroupSums`."""
+    return (chunk.group_sums(values[chunk.first:chunk.first + chunk.n_tokens]).toarray(),)
+
+
+def _compact_group_sums(chunk, workspace, values):
+    return (chunk.group_sums(values[chunk.first:chunk.first + chunk.n_tokens]),)
+
+
+def test_group_sums_over_chunks_are_the_dense_sums_to_the_bit():
+    # Values of many magnitudes, so that the order of the additions shows in the last bits.
+    X, _ = make_sequences(80, n_types=3, features="dict", random_state=1)
+    sequences = SequenceVectorizer().fit_transform(X)
+    rng = np.random.default_rng(1)
+    n_groups = 500
+    groups = np.where(rng.random(sequences.n_tokens) < 0.2, -1,
+                      rng.integers(n_groups, size=sequences.n_tokens))
+    data = ChunkedSequences(sequences, groups=groups, n_groups=n_groups, chunk_tokens=40)
+    assert len(data.chunks) > 8
+    first = 0
+    for chunk in data.chunks:
+        chunk.first, first = first, first + chunk.n_tokens
+    values = rng.normal(size=(sequences.n_tokens, 3)) * 10.0 ** rng.integers(-8, 8, size=(
+        sequences.n_tokens, 1))
+    compact = data.sum(_compact_group_sums, values)[0]
+    assert compact.ids.size < n_groups  # the sums hold only the groups some token has
+    np.testing.assert_array_equal(compact.toarray(), data.sum(_dense_group_sums, values)[0])
+    # And they are the sums by group: a chunk's packed token i is its token layout.order[i]
+    # (chunks take consecutive tokens).
+    packed_groups = np.concatenate([groups[chunk.first:chunk.first + chunk.n_tokens][
+        chunk.layout.order] for chunk in data.chunks])
+    expected = np.zeros((n_groups, 3))
+    known = packed_groups >= 0
+    np.add.at(expected, packed_groups[known], values[known])
+    np.testing.assert_allclose(compact.toarray(), expected, rtol=1e-12)
+
+
+def test_an_e_step_over_a_large_graph_holds_each_chunks_own_vertices():
+    # 40 chunks over 3 million vertices: each chunk kept q's sums over every vertex (72 MB)
+    # and an indicator row for each (12 MB), 3.4 GB in all; 600 MB must do.
+    outcome = run_capped("""
+        import numpy as np
+        import scipy.sparse as sp
+        from sklearn_ssl_crf import SequenceMatrix
+        from sklearn_ssl_crf.objective._posterior_regularization import (
+            _chunk_auxiliary_statistics)
+        from sklearn_ssl_crf.parallel import ChunkedSequences
+
+        rng = np.random.default_rng(0)
+        n_tokens, n_vertices = 40_000, 3_000_000
+        matrix = sp.random(n_tokens, 50, density=0.06, format="csr", random_state=0)
+        sequences = SequenceMatrix(matrix, np.arange(0, n_tokens + 1, 10))
+        groups = rng.integers(n_vertices, size=n_tokens)
+        data = ChunkedSequences(sequences, groups=groups, n_groups=n_vertices,
+                                chunk_tokens=1_000)
+        assert len(data.chunks) == 40
+        offsets = np.zeros((n_vertices, 3))
+        offsets[groups[:5]] = 1.0
+        for q in ("q0", "q1"):
+            log_z, sums = data.sum(_chunk_auxiliary_statistics, rng.normal(size=(50, 3)),
+                                   np.zeros((3, 3)), offsets, ("theta", q), False)
+        # Each token's marginals sum to 1.
+        assert abs(sums.toarray().sum() - n_tokens) < 1e-6
+    """, extra_bytes=600 * 2**20)
+    assert outcome["error"] is None, outcome

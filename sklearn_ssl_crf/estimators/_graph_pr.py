@@ -509,7 +509,7 @@ vectorizer_
         predicted = []
         with single_threaded_blas():
             for chunk in data.chunks:
-                unary = chunk.unary(state) + chunk.group_matrix.T @ q.offsets
+                unary = chunk.unary(state) + chunk.group_rows(q.offsets)
                 predicted.append(self._decode(chunk, unary, transition))
         if not predicted:
             return []

@@ -84,6 +84,7 @@ class PosteriorRegularizationTerms:
         with single_threaded_blas():
             log_z_q, sums = self.unlabeled_data.sum(_chunk_auxiliary_statistics, state,
                                                      transition, offsets, keys, False)
+        sums = sums.toarray()
         penalty, gradient = self.penalty.value_and_gradient(sums)
         # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
         kl = float(np.vdot(offsets, sums)) - log_z_q + log_z
@@ -104,6 +105,7 @@ class PosteriorRegularizationTerms:
         with single_threaded_blas():
             log_z_q, sums, d_state, d_transition = self.unlabeled_data.sum(
                 _chunk_auxiliary_statistics, state, transition, q.offsets, keys, True)
+            sums = sums.toarray()
             # The E-step is over: what the chunks kept of it is not needed again.
             self.unlabeled_data.map(_chunk_forget)
         q.features = self.layout.pack(d_state, d_transition)
@@ -121,7 +123,7 @@ class PosteriorRegularizationTerms:
         potentials from ``old_theta`` to ``new_theta`` (zero for vertices without any)."""
         difference = self.layout.unpack(new_theta)[0] - self.layout.unpack(old_theta)[0]
         with single_threaded_blas():
-            sums = self.unlabeled_data.sum(_chunk_unary_group_sums, difference)[0]
+            sums = self.unlabeled_data.sum(_chunk_unary_group_sums, difference)[0].toarray()
         return sums * self.inverse_token_counts
 
     # -- the M-step's objective in theta -------------------------------------------------
@@ -177,13 +179,14 @@ def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, ke
         if unary is None:
             unary = chunk.keep("unary", theta_key, chunk.unary(state))
         log_z, node_marginals, edge_marginal_sum = log_partition(
-            chunk, unary + chunk.group_matrix.T @ offsets, transition, workspace)
-        kept = chunk.keep("q", q_key, (log_z, np.asarray(chunk.group_matrix @ node_marginals),
+            chunk, unary + chunk.group_rows(offsets), transition, workspace)
+        kept = chunk.keep("q", q_key, (log_z, chunk.group_sums(node_marginals),
                                        node_marginals.copy(), edge_marginal_sum.copy()))
+    # The sums (`GroupSums`) are never changed in place: the tree's additions make new ones.
     log_z, sums, node_marginals, edge_marginal_sum = kept
     if not features:
-        return log_z, sums.copy()
-    return log_z, sums.copy(), chunk.weight_gradient(node_marginals), edge_marginal_sum.copy()
+        return log_z, sums
+    return log_z, sums, chunk.weight_gradient(node_marginals), edge_marginal_sum.copy()
 
 
 def _chunk_forget(chunk, workspace):
@@ -193,7 +196,7 @@ def _chunk_forget(chunk, workspace):
 def _chunk_unary_group_sums(chunk, workspace, state):
     """A chunk's unary potentials under ``state`` summed per vertex (the unary potentials
     are linear in the state weights, so a difference of weights gives the difference)."""
-    return (np.asarray(chunk.group_matrix @ chunk.unary(state)),)
+    return (chunk.group_sums(chunk.unary(state)),)
 
 
 def _chunk_log_partition(chunk, workspace, state, transition):

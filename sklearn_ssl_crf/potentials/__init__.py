@@ -3,7 +3,7 @@
 vector's layout (`WeightLayout`) and the masks of the weights that exist.
 """
 
-from ._packed import PackedSequences, group_indicator, transition_counts
+from ._packed import GroupSums, PackedSequences, group_indicator, transition_counts
 from ._weight_layout import (
     WeightLayout,
     observed_weight_masks,
@@ -13,5 +13,5 @@ from ._weight_layout import (
 
 __all__ = [
     "PackedSequences", "transition_counts", "WeightLayout", "observed_weight_masks",
-    "seen_structure", "transition_potentials", "group_indicator"
+    "seen_structure", "transition_potentials", "group_indicator", "GroupSums",
 ]

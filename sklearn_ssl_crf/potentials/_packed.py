@@ -59,8 +59,11 @@ class PackedSequences:
     margins : ndarray of shape (n_tokens,) or None
         Each packed token's cost of a wrong label (``label_costs`` of its gold label; 0
         where unknown); None without costs.
-    group_matrix : scipy.sparse.csr_matrix of shape (n_groups, n_tokens) or None
-        Indicator of each packed token's group (`group_indicator`).
+    group_ids : ndarray of int64 or None
+        The groups the packed tokens have, in increasing order.
+    group_matrix : scipy.sparse.csr_matrix of shape (len(group_ids), n_tokens) or None
+        Indicator of each packed token's group among ``group_ids`` (`group_indicator`):
+        a chunk's share of a large graph's vertices, not all of them.
     state_pairs : scipy.sparse.csr_matrix of shape (n_attributes, n_labels) or None
         With ``labels``: how many tokens of known label hold each attribute, by label,
         counting the attributes stored with value 0 (python-crfsuite's ``False``), which
@@ -104,10 +107,14 @@ class PackedSequences:
                 self.margins = np.where(self.labels >= 0, label_costs[self.labels], 0.0)
             if not self.partial:
                 self.label_index = np.arange(self.labels.size) * n_labels + self.labels
-        self.group_matrix = None
+        self.group_ids = self.group_matrix = None
+        self.n_groups = n_groups
         if groups is not None:
             groups = np.asarray(groups, dtype=np.int64)[self.layout.order]
-            self.group_matrix = group_indicator(groups, n_groups)
+            self.group_ids, local = np.unique(groups[groups >= 0], return_inverse=True)
+            local_groups = np.full(groups.size, -1, dtype=np.int64)
+            local_groups[groups >= 0] = local
+            self.group_matrix = group_indicator(local_groups, self.group_ids.size)
         self.kept = {}
 
     @property
@@ -137,6 +144,17 @@ class PackedSequences:
     def forget(self):
         """Drop everything kept with the chunk."""
         self.kept.clear()
+
+    def group_sums(self, values):
+        """The rows of ``values`` (n_tokens, k; packed order) summed by group, as
+        `GroupSums` over the chunk's groups."""
+        return GroupSums(self.group_ids, np.asarray(self.group_matrix @ values),
+                         self.n_groups)
+
+    def group_rows(self, table):
+        """Each packed token's row of ``table`` (n_groups, k), zeros for tokens without
+        a group."""
+        return np.asarray(self.group_matrix.T @ table[self.group_ids])
 
     def weight_gradient(self, d_unary):
         """Map a gradient w.r.t. the unary potentials to one w.r.t. the state weights."""
@@ -194,3 +212,27 @@ def group_indicator(token_groups, n_groups):
     tokens = np.flatnonzero(token_groups >= 0)
     return sp.csr_matrix((np.ones(tokens.size), (token_groups[tokens], tokens)),
                          shape=(n_groups, token_groups.size))
+
+
+class GroupSums:
+    """Sums of token rows by group, held for the groups some token has (``ids``, in
+    increasing order) and zero for the others: a chunk's sums over a graph of millions of
+    vertices hold its own few thousand. ``a + b`` is the dense arrays' sum, to the bit (a
+    missing row adds nothing), so chunks are added along `ChunkedSequences`' tree as
+    before; `toarray` gives the (n_groups, k) array.
+    """
+
+    def __init__(self, ids, rows, n_groups):
+        self.ids, self.rows, self.n_groups = ids, rows, n_groups
+
+    def __add__(self, other):
+        ids = np.union1d(self.ids, other.ids)
+        rows = np.zeros((ids.size, self.rows.shape[1]))
+        rows[np.searchsorted(ids, self.ids)] = self.rows
+        rows[np.searchsorted(ids, other.ids)] += other.rows
+        return GroupSums(ids, rows, self.n_groups)
+
+    def toarray(self):
+        dense = np.zeros((self.n_groups, self.rows.shape[1]))
+        dense[self.ids] = self.rows
+        return dense
