@@ -432,7 +432,8 @@ def child(args):
     occurrences, pmi_features = _trigram._trigram_occurrences, _trigram._pmi_features
     traced(_trigram, "_trigram_occurrences", "occurrences", started)
     traced(_trigram, "_pmi_features", "PMI features", started)
-    traced(_trigram, "_mutual_knn", "exact search", started)
+    traced(_trigram, "_mutual_pairs", "search", started)
+    traced(_trigram, "_assembled", "assembly", started)
     traced(_trigram, "approximate_knn_weights", "approximate search", started)
 
     class LoggedSVD(_approximate.TruncatedSVD):

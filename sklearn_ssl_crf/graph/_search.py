@@ -73,6 +73,17 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     similarities at a time, dense or (for sparse rows) the nonzeros of a sparse block, in
     each of ``n_threads`` threads, which search blocks at once.
     """
+    return _assembled(_mutual_pairs(rows, n_neighbors, max_block_entries, min_similarity,
+                                    own_rows, own_weight, min_own_similarity, common_rows,
+                                    excluded, n_threads))
+
+
+def _mutual_pairs(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_rows=None,
+                  own_weight=0.0, min_own_similarity=None, common_rows=None, excluded=None,
+                  n_threads=1):
+    """`_mutual_knn`'s search, up to its pairs, which `_assembled` makes the weights: a
+    caller can free the rows in between (at 10^6 sentences the trigram graph's features are
+    3 GB, held for nothing while the graph's 5 GB are assembled)."""
     search = _BlockSearch(rows, n_neighbors, max_block_entries,
                           max(min_similarity, SMALLEST_SIMILARITY), own_rows, own_weight,
                           min_own_similarity, common_rows, excluded)
@@ -84,11 +95,17 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
     # nothing does, before the pairs are matched.
     del search
     if symmetric:
-        return _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
-                                     index_dtype)
-    kept = list(pieces)
-    del pieces
-    return _mutual_weights(kept, n_rows, index_dtype)
+        return symmetric, _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity,
+                                                excluded, index_dtype), n_rows, index_dtype
+    return symmetric, list(pieces), n_rows, index_dtype
+
+
+def _assembled(pairs):
+    """The symmetric weights of `_mutual_pairs`' pairs (their list is emptied)."""
+    symmetric, found, n_rows, index_dtype = pairs
+    if symmetric:
+        return _symmetric_weights(found, n_rows, index_dtype)
+    return _mutual_weights(found, n_rows, index_dtype)
 
 
 def _searched_pieces(search, blocks, n_threads):
@@ -248,10 +265,11 @@ def _common_terms(common_rows, sources, targets):
 
 def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
                           index_dtype):
-    """The symmetric weights of the mutual pairs among the kept ones, matched as the
-    pieces (`_kept_rows`, of consecutive blocks of rows) come, for a symmetric search (each
-    pair's similarity the same from both ends, and so its candidates): only the mutual
-    pairs are held, never every row's k kept pairs.
+    """The mutual pairs among the kept ones, matched as the pieces (`_kept_rows`, of
+    consecutive blocks of rows) come, for a symmetric search (each pair's similarity the
+    same from both ends, and so its candidates): only the mutual pairs are held, never every
+    row's k kept pairs. A list of (later row, earlier row, similarity) arrays, the later
+    rows in order (`_symmetric_weights`).
 
     Row u keeps v iff their similarity is above u's k-th best, or equal to it with v no
     later than the last of u's kept ties (ties go to the lower index); below k kept, u kept
@@ -280,11 +298,41 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
         mutual = (value > threshold[u]) | ((value == threshold[u]) & (v <= last_tie[u]))
         found.append((v[mutual].astype(index_dtype), u[mutual], value[mutual]))
         start = stop
+    return found
+
+
+def _symmetric_weights(found, n_rows, index_dtype):
+    """The CSR matrix with both (v, u) and (u, v) of each pair of ``found``
+    (`_matched_as_they_come`; the list is emptied), written in place: the pairs and the
+    result are the only large arrays (a sum of the lower triangle and its transpose held
+    both and a transposed copy too)."""
     rows, columns, values = _joined(found)
-    lower = sp.csr_matrix((values, (rows, columns)), shape=(n_rows, n_rows))
+    lower_counts = np.bincount(rows, minlength=n_rows)
+    upper_counts = np.bincount(columns, minlength=n_rows)
+    indptr = np.zeros(n_rows + 1, dtype=index_dtype)
+    np.cumsum(lower_counts + upper_counts, out=indptr[1:])
+    indices = np.empty(indptr[-1], dtype=index_dtype)
+    data = np.empty(indptr[-1])
+    # Row x holds its (x, u) entries first (u < x; the pairs come in order of x), then its
+    # (x, v) entries (v > x, in the order the pairs come: increasing v).
+    pair_of_row = np.cumsum(lower_counts) - lower_counts
+    upper_place = indptr[:-1] + lower_counts
+    for first in range(0, rows.size, _PAIRS_AT_ONCE):
+        pairs = slice(first, first + _PAIRS_AT_ONCE)
+        later, earlier = rows[pairs], columns[pairs]
+        place = indptr[later] + (np.arange(first, first + later.size) - pair_of_row[later])
+        indices[place], data[place] = earlier, values[pairs]
+        order = np.argsort(earlier, kind="stable")
+        ranked = earlier[order]
+        new_row = np.concatenate([[True], ranked[1:] != ranked[:-1]])
+        rank = np.arange(ranked.size) - np.maximum.accumulate(
+            np.where(new_row, np.arange(ranked.size), 0))
+        place = upper_place[ranked] + rank
+        indices[place], data[place] = later[order], values[pairs][order]
+        upper_place += np.bincount(earlier, minlength=n_rows).astype(index_dtype)
     del rows, columns, values
-    weights = (lower + lower.T).tocsr()
-    weights.sort_indices()
+    weights = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_rows), copy=False)
+    weights.sort_indices()  # a row's (x, u) entries come in the search's order
     return weights
 
 

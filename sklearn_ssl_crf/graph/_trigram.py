@@ -16,7 +16,7 @@ from joblib import effective_n_jobs
 from ..utils import SequenceMatrix
 from ._approximate import approximate_knn_weights
 from ._pmi import _pmi_features, _tuple_keys
-from ._search import _check_positive_int, _mutual_knn, _split_common_columns
+from ._search import _assembled, _check_positive_int, _mutual_pairs, _split_common_columns
 from ._similarity_graph import SimilarityGraph, _token_positions
 
 # A number: digits with an optional sign and separators ("-2", "1,000.5", "3/4", "10:30",
@@ -183,8 +183,10 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
         if algorithm == "pruned":
             most = max_df if isinstance(max_df, int) else math.ceil(max_df * len(names))
             features, common = _split_common_columns(features, most)
-        weights = _mutual_knn(features, n_neighbors, max_block_entries, common_rows=common,
+        pairs = _mutual_pairs(features, n_neighbors, max_block_entries, common_rows=common,
                               n_threads=n_threads)
+        del features, common  # not held while the pairs become the graph
+        weights = _assembled(pairs)
     return SimilarityGraph._built(weights, token_vertices, names)
 
 
