@@ -59,7 +59,8 @@ Usage::
     python benchmarks/bench_scale.py [--sizes 10000 100000 1000000] \\
         [--modes single n_jobs2 dask] [--repeat 5] [--json /tmp/bench_scale.json] \\
         [--full-fit SIZE [--full-fit-mode single] [--max-iterations N] [--dev]] \\
-        [--default-fit SIZE [--full-fit-mode single] [--repeat 2]] [--report]
+        [--default-fit SIZE [--full-fit-mode single] [--repeat 2] [--default-only]]
+        [--report]
 
 How to read: "s/evaluation" should grow linearly with the tokens (log-log slope near 1)
 and "us/token" stay flat; memory should be the packed data plus a constant (the derived
@@ -489,7 +490,7 @@ def measure_default_fit(job):
         find_workers = worker_pid_finder(mode, client)
         default = EntropyRegularizedCRF(n_jobs=N_JOBS[mode], random_state=0)
         for _ in range(job["repeat"]):
-            for name in ("default", "fixed"):
+            for name in ("default",) if job.get("default_only") else ("default", "fixed"):
                 model = clone(default)
                 if name == "fixed":
                     model.set_params(early_stopping=False, **chosen)
@@ -759,14 +760,16 @@ def default_table(rows):
         seconds = {name: [f["wall_s"] for f in r["fits"] if f["fit"] == name]
                    for name in ("default", "fixed")}
         ratios = sorted(d / f for d, f in zip(seconds["default"], seconds["fixed"]))
-        peaks = {name: max(f["peak_rss_mb"] for f in r["fits"] if f["fit"] == name)
-                 for name in ("default", "fixed")}
+        # A --default-only run has no fixed fit: no ratio.
+        ratio = f"{ratios[len(ratios) // 2]:.2f}" if ratios else "-"
+        peaks = {name: f"{max(found):,.0f}" if found else "-" for name, found in (
+            (name, [f["peak_rss_mb"] for f in r["fits"] if f["fit"] == name])
+            for name in ("default", "fixed"))}
         lines.append(
             f"| {r['sentences']:,} | {r['mode']} | {r['best_params']}, iteration "
             f"{r['best_iteration']} | " + " / ".join(f"{s:,.0f}" for s in seconds["default"])
-            + " | " + " / ".join(f"{s:,.0f}" for s in seconds["fixed"])
-            + f" | {ratios[len(ratios) // 2]:.2f} | {peaks['default']:,.0f} / "
-            f"{peaks['fixed']:,.0f} | "
+            + " | " + (" / ".join(f"{s:,.0f}" for s in seconds["fixed"]) or "-")
+            + f" | {ratio} | {peaks['default']} / {peaks['fixed']} | "
             + " / ".join(", ".join(f"{mb:,.0f}" for mb in f.get("process_peaks_mb", []))
                          for f in r["fits"][:2])
             + " | " + ", ".join(f.get("weights_sha256", "-") for f in r["fits"][:2]) + " |")
@@ -789,6 +792,9 @@ def main():
     parser.add_argument("--default-fit", type=int, metavar="SIZE",
                         help="instead, the default fit (selection) on SIZE sentences and a "
                              "fixed-setting fit at its choice, --repeat times alternated")
+    parser.add_argument("--default-only", action="store_true",
+                        help="with --default-fit, no fixed fit: the default fit's time, "
+                             "memory and model alone (to compare the model across modes)")
     parser.add_argument("--full-fit-mode", choices=MODES, default="single")
     parser.add_argument("--max-iterations", type=int, default=None,
                         help="max_iterations of the full fit (default: the estimator's, None)")
@@ -816,7 +822,7 @@ def main():
     common = {"data_dir": args.data_dir, "corpus": str(corpus)}
     if args.default_fit:
         jobs = [{"kind": "default", "size": args.default_fit, "mode": args.full_fit_mode,
-                 "repeat": args.repeat, **common}]
+                 "repeat": args.repeat, "default_only": args.default_only, **common}]
     elif args.full_fit:
         jobs = [{"kind": "fit", "size": args.full_fit, "mode": args.full_fit_mode,
                  "max_iterations": args.max_iterations, "dev": args.dev, **common}]
