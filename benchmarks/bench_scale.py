@@ -505,7 +505,11 @@ def measure_default_fit(job):
                 # The model, to compare across modes; every process's peak, main first.
                 digest = hashlib.sha256(np.concatenate([model.state_weights_.ravel(),
                                                         model.transition_weights_.ravel()]))
+                # The last fit's phases (a default fit's refit): its optimisation's seconds.
+                phases = {phase: phase_summary(model.training_log_, phase)
+                          for phase in ("supervised", "semi-supervised")}
                 fits.append({"fit": name, "wall_s": wall_s, "n_iter": model.n_iter_,
+                             "phases": phases,
                              "peak_rss_mb": max(sampler.peaks_mb.values()),
                              "process_peaks_mb": list(sampler.peaks_mb.values()),
                              "weights_sha256": digest.hexdigest()[:16]})
