@@ -32,8 +32,8 @@ _N_BUCKETS = 1024
 # the kept pairs held twice at a time, against the sparse transpose's two copies of them all.
 _MUTUAL_BLOCKS = 16
 
-# Pairs whose common features' term is computed at once (`_add_common_part`): two sparse
-# matrices of this many rows at a time.
+# Pairs handled at once: the common features' term (`_add_common_part`: two sparse matrices
+# of this many rows at a time), and the graph's assembly (`_symmetric_weights`).
 _PAIRS_AT_ONCE = 2**20
 
 
@@ -324,12 +324,12 @@ def _symmetric_weights(found, n_rows, index_dtype):
         indices[place], data[place] = earlier, values[pairs]
         order = np.argsort(earlier, kind="stable")
         ranked = earlier[order]
-        new_row = np.concatenate([[True], ranked[1:] != ranked[:-1]])
-        rank = np.arange(ranked.size) - np.maximum.accumulate(
-            np.where(new_row, np.arange(ranked.size), 0))
-        place = upper_place[ranked] + rank
+        starts = np.flatnonzero(np.concatenate([[True], ranked[1:] != ranked[:-1]]))
+        counts = np.diff(np.append(starts, ranked.size))
+        place = upper_place[ranked] + (np.arange(ranked.size) - np.repeat(starts, counts))
         indices[place], data[place] = later[order], values[pairs][order]
-        upper_place += np.bincount(earlier, minlength=n_rows).astype(index_dtype)
+        # Only the block's rows move on (a bincount over all rows would cost n_rows a block).
+        upper_place[ranked[starts]] += counts.astype(index_dtype)
     del rows, columns, values
     weights = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_rows), copy=False)
     weights.sort_indices()  # a row's (x, u) entries come in the search's order
