@@ -22,7 +22,10 @@ the settings it chose runs (those settings, its number of EM iterations,
 ``early_stopping=False``, the graph built inside too): seconds, peak RSS of each, their
 ratio, and whether the two models are the same (a hash of the weights). ``--generated``:
 the unlabelled sentences are ``bench_trigram_scale.py``'s synthetic English text (whose
-trigram types grow as real text's do) instead of EWT's repeated.
+trigram types grow as real text's do) instead of EWT's repeated. ``--cluster``: both fits
+inside a 2-worker dask `LocalCluster` with joblib's dask backend (``bench_scale.py``'s
+``dask`` mode: the graph's search blocks and the fit's chunks on the workers), with each
+worker's peak RSS.
 
 Each size runs in a fresh child process: "peak RSS" is its ``ru_maxrss`` (input, graph and
 fit), "input RSS" its RSS once the data is featurised, before the graph. The report gives
@@ -34,7 +37,7 @@ Usage::
         [--sizes 1000 10000 100000] [--em-iterations 5] [--mstep-iterations 20] \\
         [--n-jobs 1] [--data-dir /work/shared/data]
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_graph_pr_scale.py --default-fit \
-        --generated --sizes 10000 100000
+        --generated --sizes 10000 100000 [--cluster]
 """
 
 import argparse
@@ -50,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_defaults import POS_LABELLED, language_pool
+from bench_scale import PeakSampler, parallel_mode, worker_memory, worker_pid_finder
 from bench_trigram_scale import SyntheticText, english_sentences
 from conll_features import DEFAULT_DATA
 from sklearn.exceptions import ConvergenceWarning
@@ -92,15 +96,21 @@ def default_child(args):
     """A default fit (or, with ``--replay``, the fixed fit at its choice) in this process;
     prints a JSON line."""
     X, y = scaled_data(args.data_dir, args.size, args.generated)
-    settings = dict(random_state=0, n_jobs=args.n_jobs)
+    mode = "dask" if args.cluster else "single"
+    # On the cluster joblib counts the workers' cores.
+    settings = dict(random_state=0, n_jobs=None if args.cluster else args.n_jobs)
     if args.replay:
         chosen = json.loads(args.replay)
         settings.update(early_stopping=False, em_iterations=chosen["best_iteration"],
                         **chosen["best_params"])
     model = GraphPRCRF(graph="trigram", **settings)
-    started = time.perf_counter()
-    model.fit(X, y)
-    seconds = time.perf_counter() - started
+    with parallel_mode(mode) as client:
+        find_workers = worker_pid_finder(mode, client)
+        with PeakSampler(find_workers) as sampler:
+            started = time.perf_counter()
+            model.fit(X, y)
+            seconds = time.perf_counter() - started
+        workers = worker_memory(find_workers(), sampler)
     digest = hashlib.sha256(np.concatenate([model.state_weights_.ravel(),
                                             model.transition_weights_.ravel()])).hexdigest()
     print(json.dumps({
@@ -108,19 +118,22 @@ def default_child(args):
         "tokens": int(sum(len(sequence) for sequence in X[POS_LABELLED:])),
         "vertices": model.graph_.n_vertices, "seconds": seconds,
         "best_params": model.best_params_, "best_iteration": model.best_iteration_,
-        "weights_sha256": digest[:16],
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+        "weights_sha256": digest[:16], "where": mode,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "workers_peak_rss_mb": [worker["peak_rss_mb"] for worker in workers]}))
 
 
 def default_fits(args):
     """The default fit and the fixed fit of each size, each in a fresh process."""
-    print("| unlabelled sentences | tokens | vertices | chosen | default fit s | fixed fit s "
-          "| ratio | peak RSS MB (default / fixed) | same model |")
-    print("|---:|---:|---:|---|---:|---:|---:|---|---|")
+    print("| unlabelled sentences | tokens | vertices | where | chosen | default fit s "
+          "| fixed fit s | ratio | peak RSS MB of each process (default / fixed) "
+          "| weights (default, fixed) |")
+    print("|---:|---:|---:|---|---|---:|---:|---:|---|---|")
     for size in args.sizes:
         command = [sys.executable, __file__, "--default-fit", "--size", str(size),
                    "--data-dir", str(args.data_dir), "--n-jobs", str(args.n_jobs),
-                   *(["--generated"] if args.generated else [])]
+                   *(["--generated"] if args.generated else []),
+                   *(["--cluster"] if args.cluster else [])]
         rows = []
         for replay in ([], None):
             if replay is None:
@@ -130,12 +143,15 @@ def default_fits(args):
                                     check=True).stdout
             rows.append(json.loads(output.strip().splitlines()[-1]))
         default, fixed = rows
+        peaks = [", ".join(f"{mb:,.0f}" for mb in [row["peak_rss_mb"],
+                                                   *row["workers_peak_rss_mb"]])
+                 for row in rows]
         print(f"| {size:,} | {default['tokens']:,} | {default['vertices']:,} | "
+              f"{default['where']} | "
               f"{default['best_params']}, {default['best_iteration']} EM iterations | "
               f"{default['seconds']:.0f} | {fixed['seconds']:.0f} | "
-              f"{default['seconds'] / fixed['seconds']:.2f} | "
-              f"{default['peak_rss_mb']:.0f} / {fixed['peak_rss_mb']:.0f} | "
-              f"{default['weights_sha256'] == fixed['weights_sha256']} |", flush=True)
+              f"{default['seconds'] / fixed['seconds']:.2f} | {peaks[0]} / {peaks[1]} | "
+              f"{default['weights_sha256']}, {fixed['weights_sha256']} |", flush=True)
 
 
 def child(args):
@@ -182,6 +198,8 @@ def main(argv=None):
                         help="the default fit against the fixed fit at its choice")
     parser.add_argument("--generated", action="store_true",
                         help="synthetic unlabelled text (bench_trigram_scale.py's)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="the default fits on a 2-worker dask LocalCluster")
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)  # a child's size
     parser.add_argument("--replay", help=argparse.SUPPRESS)  # a fixed child's settings
     args = parser.parse_args(argv)
