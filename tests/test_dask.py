@@ -13,7 +13,7 @@ from test_graph_pr import word_graph
 from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, SelfTrainingCRF
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.features import SequenceVectorizer
-from sklearn_ssl_crf.graph import knn_graph, trigram_graph
+from sklearn_ssl_crf.graph import _search, knn_graph, trigram_graph
 from sklearn_ssl_crf.objective._weights import chunk_unlabeled_terms
 from sklearn_ssl_crf.parallel import ChunkedSequences, _backends, _chunked
 
@@ -182,11 +182,18 @@ def test_graph_searches_on_the_workers_give_the_one_process_graph(client, monkey
                                     algorithm="pruned", max_df=0.05),
               lambda: knn_graph([rows], 5, min_similarity=0.1, self_weight=0.5,
                                 max_block_entries=300)]
+    # The client only sends the search out: it never transposes the rows (3 GB at 10^6
+    # sentences); the workers do.
+    transposed, transpose = [], _search._transposed
+    monkeypatch.setattr(_search, "_transposed",
+                        lambda rows: transposed.append(rows.shape) or transpose(rows))
     for build in builds:
         one = build().weights
+        assert transposed
+        transposed.clear()
         with parallel_config(backend="dask"):
             cluster = build().weights
-        assert one.nnz > 0 and mapped[-1] > 4
+        assert one.nnz > 0 and mapped[-1] > 4 and not transposed
         for name in ("indptr", "indices", "data"):
             np.testing.assert_array_equal(getattr(one, name), getattr(cluster, name))
     # Each graph's search sent to every worker once, then one task per block.
