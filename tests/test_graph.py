@@ -9,6 +9,7 @@ PMI values.
 import copy
 import gzip
 import math
+import time
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -178,9 +179,16 @@ def test_block_size_does_not_change_the_graph(kind):
         assert_same_graph(other, expected)
 
 
-def test_row_blocks_bound_the_similarities_of_sparse_rows():
+@pytest.mark.parametrize("pairs_at_once", [7, 2**20])
+def test_row_blocks_bound_the_similarities_of_sparse_rows(monkeypatch, pairs_at_once):
+    # Each row's products counted a slice of rows at a time (of about pairs_at_once entries)
+    # or all at once: the brute-force count.
+    monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", pairs_at_once)
     rows = sp.random(300, 50, density=0.04, random_state=5, format="csr")
     products = (rows != 0).astype(int) @ (rows != 0).T.astype(int)
+    counts = np.bincount(rows.indices, minlength=50)
+    np.testing.assert_array_equal(_search._row_products(rows, counts),
+                                  np.asarray(products.sum(axis=1)).ravel())
     blocks = list(_search._row_blocks(rows, 500, by_nonzeros=True))
     assert blocks[0][0] == 0 and blocks[-1][1] == 300
     assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
@@ -188,6 +196,38 @@ def test_row_blocks_bound_the_similarities_of_sparse_rows():
     assert 3 < len(blocks) < 300  # neither one row a block nor all rows in one
     dense_blocks = list(_search._row_blocks(rows, 500, by_nonzeros=False))
     assert dense_blocks == [(start, min(start + 1, 300)) for start in range(300)]
+
+
+def test_threads_search_at_most_two_blocks_each_ahead_of_the_matching():
+    # A finished block's pairs are held until the matching takes them: the threads must not
+    # run through every block while it is busy.
+    searched = []
+
+    class Search:
+        def transpose(self):
+            pass
+
+        def __call__(self, start, stop):
+            searched.append(start)
+            return [(start, stop)]
+
+    blocks = [(start, start + 1) for start in range(40)]
+    for taken, piece in enumerate(_search._searched_pieces(Search(), blocks, 2)):
+        time.sleep(0.002)  # a slow matching: time for the threads to run ahead
+        assert piece == blocks[taken] and len(searched) <= taken + 1 + 2 * 2
+    assert sorted(searched) == list(range(40))
+
+
+def test_common_columns_split_off_leave_the_rest_of_each_row():
+    rows = sp.random(200, 40, density=0.1, random_state=3, format="csr")
+    is_common = np.bincount(rows.indices, minlength=40) > 20
+    assert 0 < is_common.sum() < 40
+    rare, common = _search._split_common_columns(rows, 20)
+    assert common.shape == (200, is_common.sum()) and rare[:, is_common].nnz == 0
+    joined = rare.toarray()
+    joined[:, is_common] += common.toarray()
+    np.testing.assert_array_equal(joined, rows.toarray())
+    assert rare.has_canonical_format and _search._split_common_columns(rows, 200)[1] is None
 
 
 @pytest.mark.parametrize("dense", [True, False])

@@ -7,6 +7,7 @@ the same graph as one thread.
 """
 
 import numbers
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -116,10 +117,18 @@ def _searched_pieces(search, blocks, n_threads):
         return
     search.transpose()
     # Blocks are independent and come back in order, so any number of threads gives the
-    # same graph; SciPy's sparse products and NumPy's sorts release the GIL.
-    with ThreadPoolExecutor(max(1, min(n_threads, len(blocks)))) as pool:
-        for pieces in pool.map(search, *zip(*blocks)):
-            yield from pieces
+    # same graph; SciPy's sparse products and NumPy's sorts release the GIL. At most two
+    # blocks a thread run ahead of the caller: a finished block's pairs wait for it, so
+    # submitting every block at once would hold those of every block it has not reached.
+    n_threads = max(1, min(n_threads, len(blocks)))
+    with ThreadPoolExecutor(n_threads) as pool:
+        running = deque()
+        for block in blocks:
+            running.append(pool.submit(search, *block))
+            if len(running) > 2 * n_threads:
+                yield from running.popleft().result()
+        while running:
+            yield from running.popleft().result()
 
 
 class _BlockSearch:
@@ -232,14 +241,16 @@ def _split_common_columns(rows, max_count):
     most ``max_count`` rows have, and those of the others (their columns alone), or None
     when there are none."""
     rows = sp.csr_matrix(rows)
-    held = np.bincount(rows.indices, minlength=rows.shape[1])
-    if (held <= max_count).all():
+    is_common = np.bincount(rows.indices, minlength=rows.shape[1]) > max_count
+    if not is_common.any():
         return rows, None
-    keep = held[rows.indices] <= max_count
-    running = np.concatenate([[0], np.cumsum(keep)])
-    rare = sp.csr_matrix((rows.data[keep], rows.indices[keep], running[rows.indptr]),
-                         shape=rows.shape)
-    return rare, rows[:, np.flatnonzero(held > max_count)]
+    common = rows[:, np.flatnonzero(is_common)]
+    keep = ~is_common[rows.indices]
+    # A row keeps its entries less its common ones: no running count over every entry (a
+    # copy of the indices in int64, 2 GB at 10^6 sentences).
+    indptr = np.zeros_like(rows.indptr)
+    np.cumsum(np.diff(rows.indptr) - np.diff(common.indptr), out=indptr[1:])
+    return sp.csr_matrix((rows.data[keep], rows.indices[keep], indptr), shape=rows.shape), common
 
 
 def _add_common_part(similarities, local, start, common_rows, has_common, min_similarity):
@@ -378,10 +389,7 @@ def _row_blocks(rows, max_block_entries, by_nonzeros):
         # Row u's similarities have at most n_rows nonzeros, and at most as many as the
         # products that make them: the sum over u's features of how many rows have each.
         column_counts = np.bincount(rows.indices, minlength=rows.shape[1])
-        row_of_entry = np.repeat(np.arange(n_rows), np.diff(rows.indptr))
-        products = np.bincount(row_of_entry, weights=column_counts[rows.indices],
-                               minlength=n_rows)
-        ends = np.cumsum(np.minimum(products, n_rows))
+        ends = np.cumsum(np.minimum(_row_products(rows, column_counts), n_rows))
         marks = np.arange(1, int(ends[-1] // max_block_entries) + 1) * max_block_entries
         stops = np.searchsorted(ends, marks, side="right")
     else:
@@ -389,6 +397,23 @@ def _row_blocks(rows, max_block_entries, by_nonzeros):
         stops = np.arange(step, n_rows, step)
     stops = np.unique(np.concatenate([stops[(stops > 0) & (stops < n_rows)], [n_rows]]))
     return zip(np.concatenate([[0], stops[:-1]]).tolist(), stops.tolist())
+
+
+def _row_products(rows, column_counts):
+    """Each row's sum of ``column_counts`` over its entries, a slice of rows of about
+    ``_PAIRS_AT_ONCE`` entries at a time (their rows and counts over all 261 million entries
+    at 10^6 sentences: 4 GB)."""
+    indptr = rows.indptr
+    bounds = np.unique(np.concatenate([
+        [0], np.searchsorted(indptr, np.arange(0, indptr[-1], _PAIRS_AT_ONCE), side="right"),
+        [rows.shape[0]]]))
+    products = np.empty(rows.shape[0])
+    for first, last in zip(bounds[:-1], bounds[1:]):
+        row_of_entry = np.repeat(np.arange(last - first), np.diff(indptr[first:last + 1]))
+        products[first:last] = np.bincount(
+            row_of_entry, weights=column_counts[rows.indices[indptr[first]:indptr[last]]],
+            minlength=last - first)
+    return products
 
 
 def _kept_rows(candidates, n_neighbors, start, stop, index_dtype):
