@@ -9,6 +9,7 @@ the same graph as one thread.
 import numbers
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -117,18 +118,25 @@ def _searched_pieces(search, blocks, n_threads):
         return
     search.transpose()
     # Blocks are independent and come back in order, so any number of threads gives the
-    # same graph; SciPy's sparse products and NumPy's sorts release the GIL. At most two
-    # blocks a thread run ahead of the caller: a finished block's pairs wait for it, so
-    # submitting every block at once would hold those of every block it has not reached.
+    # same graph; SciPy's sparse products and NumPy's sorts release the GIL.
     n_threads = max(1, min(n_threads, len(blocks)))
     with ThreadPoolExecutor(n_threads) as pool:
-        running = deque()
-        for block in blocks:
-            running.append(pool.submit(search, *block))
-            if len(running) > 2 * n_threads:
-                yield from running.popleft().result()
-        while running:
-            yield from running.popleft().result()
+        for future in _submitted_ahead(partial(pool.submit, search), blocks, 2 * n_threads):
+            yield from future.result()
+
+
+def _submitted_ahead(submit, blocks, ahead):
+    """The futures ``submit(start, stop)`` of ``blocks``, in order, each submitted when at
+    most ``ahead`` others are waiting to be taken: a finished block's pairs are held until
+    the caller takes them, so submitting every block at once would hold those of every
+    block it has not reached (at 10^6 sentences, GBs while the matching lags)."""
+    waiting = deque()
+    for block in blocks:
+        waiting.append(submit(*block))
+        if len(waiting) > ahead:
+            yield waiting.popleft()
+    while waiting:
+        yield waiting.popleft()
 
 
 class _BlockSearch:
@@ -223,11 +231,12 @@ class _BlockSearch:
 
 def _cluster_blocks(client, search, blocks):
     """The kept pairs of ``blocks`` searched on the workers of a dask cluster: the search
-    (its rows) sent to every worker once, one task per block, the pieces back in order
-    (each block's as it is needed), so the same graph as in one process."""
+    (its rows) sent to every worker once, one task per block (at most two a worker's
+    thread ahead of the caller), the pieces back in order, so the same graph as in one
+    process."""
     held = client.scatter(search, broadcast=True, hash=False)
-    futures = client.map(_search_block, [held] * len(blocks), *zip(*blocks), pure=False)
-    for future in futures:
+    submit = partial(client.submit, _search_block, held, pure=False)
+    for future in _submitted_ahead(submit, blocks, 2 * sum(client.nthreads().values())):
         yield from future.result()
         future.release()
 
