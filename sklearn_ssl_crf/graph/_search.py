@@ -35,7 +35,8 @@ _N_BUCKETS = 1024
 _MUTUAL_BLOCKS = 16
 
 # Pairs handled at once: the common features' term (`_add_common_part`: two sparse matrices
-# of this many rows at a time), and the graph's assembly (`_symmetric_weights`).
+# of this many rows at a time), the graph's assembly (`_symmetric_weights`), and the feature
+# entries counted at once when blocks are sized (`_row_products`).
 _PAIRS_AT_ONCE = 2**20
 
 
@@ -348,8 +349,7 @@ def _symmetric_weights(found, n_rows, index_dtype):
         indices[place], data[place] = earlier, values[pairs]
         order = np.argsort(earlier, kind="stable")
         ranked = earlier[order]
-        starts = np.flatnonzero(np.concatenate([[True], ranked[1:] != ranked[:-1]]))
-        counts = np.diff(np.append(starts, ranked.size))
+        starts, counts = _runs(ranked)
         place = upper_place[ranked] + (np.arange(ranked.size) - np.repeat(starts, counts))
         indices[place], data[place] = later[order], values[pairs][order]
         # Only the block's rows move on (a bincount over all rows would cost n_rows a block).
@@ -522,10 +522,18 @@ def _top_k(k, sources, targets, values, sure=None):
     rest = np.flatnonzero(~keep)
     order = rest[np.lexsort((targets[rest], -values[rest], sources[rest]))]
     ranked = sources[order]
-    new_source = np.concatenate([[True], ranked[1:] != ranked[:-1]])
-    group_start = np.maximum.accumulate(np.where(new_source, np.arange(ranked.size), 0))
+    starts, counts = _runs(ranked)
     # The places each source has left after its sure candidates (sources run first..last).
     first, last = (sources[0], sources[-1]) if sources.size else (0, -1)
     places = k - np.bincount(sources[keep] - first, minlength=last - first + 1)
-    keep[order[np.arange(ranked.size) - group_start < places[ranked - first]]] = True
+    rank = np.arange(ranked.size) - np.repeat(starts, counts)
+    keep[order[rank < places[ranked - first]]] = True
     return sources[keep], targets[keep], values[keep]
+
+
+def _runs(ranked):
+    """Where each run of equal values of the sorted ``ranked`` starts, and its length."""
+    new_run = np.ones(ranked.size, dtype=bool)
+    new_run[1:] = ranked[1:] != ranked[:-1]
+    starts = np.flatnonzero(new_run)
+    return starts, np.diff(np.append(starts, ranked.size))
