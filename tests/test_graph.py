@@ -522,6 +522,49 @@ def test_common_rows_rank_the_candidates_the_other_rows_give(monkeypatch, dense_
     assert (expected != brute_force_mutual_knn(other, 4)).any()
 
 
+@pytest.mark.parametrize("with_excluded", [False, True])
+def test_common_terms_left_out_by_their_bound_change_no_pair(monkeypatch, with_excluded):
+    # Rows with many candidates each and common rows that decide the ranking: most terms
+    # cannot lift their pair into its row's k best, and are not computed. Mixed signs, so
+    # a term can also lower a pair. The graph is the brute-force one, and bit for bit the
+    # one computed with every term (norms of inf: no bound ever leaves a term out).
+    monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", 64)
+    monkeypatch.setattr(_search, "_DENSE_ENOUGH", 2.0)  # sparse rows and blocks
+    rng = np.random.default_rng(40)
+    rows = sp.random(300, 60, density=0.08, random_state=41, format="csr")
+    rows.data = rng.normal(0.5, 0.5, size=rows.nnz)
+    common = sp.random(300, 6, density=0.4, random_state=42, format="csr")
+    common.data = rng.normal(0.3, 0.5, size=common.nnz)
+    excluded = rng.random(300) < 0.1 if with_excluded else None
+    computed = []
+    terms = _search._common_terms
+    monkeypatch.setattr(_search, "_common_terms",
+                        lambda *args: computed.append(args[1].size) or terms(*args))
+    weights = _search._mutual_knn(rows, 5, 3000, common_rows=common, excluded=excluded)
+    pruned_terms = sum(computed)
+    other = (rows @ rows.T).toarray()
+    full = other + (common @ common.T).toarray()
+    candidates = other > 0
+    if excluded is not None:
+        candidates &= ~excluded[None, :] & ~excluded[:, None]
+    expected = brute_force_mutual_knn(full, 5, candidates)
+    assert np.array_equal(weights.toarray() > 0, expected > 0)
+    np.testing.assert_allclose(weights.toarray(), expected, rtol=1e-10, atol=0)
+    assert np.count_nonzero(expected) > 200
+    computed.clear()
+    monkeypatch.setattr(_search, "row_norms", lambda rows: np.full(rows.shape[0], np.inf))
+    every_term = _search._mutual_knn(rows, 5, 3000, common_rows=common, excluded=excluded)
+    assert (weights != every_term).nnz == 0
+    # Every candidate with common features at both ends: an excluded vertex has candidates
+    # (and no edge), but is no one's candidate.
+    has = np.diff(common.indptr) > 0
+    both = (other > 0) & ~np.eye(300, dtype=bool) & has[:, None] & has[None, :]
+    if excluded is not None:
+        both &= ~excluded[None, :]
+    assert sum(computed) == np.count_nonzero(both)
+    assert pruned_terms < 0.6 * sum(computed)
+
+
 @pytest.mark.parametrize("blocks", ["sparse", "dense"])
 @pytest.mark.parametrize("with_excluded", [False, True])
 def test_pairs_matched_as_blocks_come_are_the_mutual_pairs_of_all_kept_pairs(
