@@ -530,6 +530,7 @@ def test_common_terms_left_out_by_their_bound_change_no_pair(monkeypatch, with_e
     # one computed with every term (norms of inf: no bound ever leaves a term out).
     monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", 64)
     monkeypatch.setattr(_search, "_DENSE_ENOUGH", 2.0)  # sparse rows and blocks
+    monkeypatch.setattr(_search, "_BOUNDED_TERMS_FROM", 300)
     rng = np.random.default_rng(40)
     rows = sp.random(300, 60, density=0.08, random_state=41, format="csr")
     rows.data = rng.normal(0.5, 0.5, size=rows.nnz)

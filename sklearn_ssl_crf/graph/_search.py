@@ -34,7 +34,13 @@ _N_BUCKETS = 1024
 # the kept pairs held twice at a time, against the sparse transpose's two copies of them all.
 _MUTUAL_BLOCKS = 16
 
-# Pairs handled at once: the common features' term (`_add_common_part`: two sparse matrices
+# From this many rows the common features' term is bounded before it is computed
+# (`_with_common_part`): at 3x10^5 and 10^6 sentences (4.3 and 13 million trigram types) the
+# search took 0.81 and 0.71-0.74 of its time without the bound; at 3x10^4 (480,000 types) its
+# blocks took 1.1 times as long with it, and about as long at 10^5 (docs/benchmarks.md).
+_BOUNDED_TERMS_FROM = 2_000_000
+
+# Pairs handled at once: the common features' term (`_common_terms`: two sparse matrices
 # of this many rows at a time), the graph's assembly (`_symmetric_weights`), and the feature
 # entries counted at once when blocks are sized (`_row_products`).
 _PAIRS_AT_ONCE = 2**20
@@ -215,32 +221,41 @@ class _BlockSearch:
         added, less those that cannot be among their row's k best whatever their term, which
         get none; with each entry's row in the block.
 
-        About 2k of a row's candidates, the most similar on ``rows`` alone, get their term
-        first (all of a row's when it has at most 2k). A row with k of them still
-        candidates has a k-th best at least their floor (`_floors`): its other candidates
-        whose similarity plus the largest term they could get falls below it are left out
-        (at 10^6 sentences, 61 % of the terms and 65 % of the candidates). Each term is
-        computed as before, so the k best are the same, bit for bit.
+        From ``_BOUNDED_TERMS_FROM`` rows (below, every candidate gets its term), about 2k
+        of a row's candidates, the most similar on ``rows`` alone, get their term first (all
+        of a row's when it has at most 2k). A row with k of them still candidates has a k-th
+        best at least their floor (`_floors`): its other candidates whose similarity plus
+        the largest term they could get falls below it are left out (at 10^6 sentences, 61 %
+        of the terms and 65 % of the candidates). Each term is computed as before, so the k
+        best are the same, bit for bit.
         """
         values, targets = similarities.data, similarities.indices
+        # Most types have none of the few common features: only pairs of two that have
+        # some get a term.
+        needs_term = (self.has_common[start:start + similarities.shape[0]][local]
+                      & self.has_common[targets])
+        if self.n_rows < _BOUNDED_TERMS_FROM:
+            needs_term &= values > self.min_similarity
+            self._add_terms(values, np.flatnonzero(needs_term), local, start, targets)
+            return similarities, local
         candidate = _candidate_entries(values, local, targets, start, self.min_similarity,
                                        self.excluded)
-        needs_term = candidate & self.has_common[start + local] & self.has_common[targets]
+        needs_term &= candidate
         buckets = _kth_buckets(values, local, candidate, similarities.indptr,
                                2 * self.n_neighbors)
         if buckets is None:  # no row has more than 2k candidates: all get their term
             self._add_terms(values, np.flatnonzero(needs_term), local, start, targets)
-        else:
-            top = buckets[0] >= buckets[1]
-            self._add_terms(values, np.flatnonzero(needs_term & top), local, start, targets)
-            floor = self._floors(values, local, np.flatnonzero(
-                top & candidate & (values > self.min_similarity)), similarities.shape[0])
-            rest = np.flatnonzero(candidate & ~top)
-            largest = values[rest] + (self.common_norms[start + local[rest]]
-                                      * self.common_norms[targets[rest]])
-            out = rest[largest < floor[local[rest]]]
-            candidate[out] = needs_term[out] = False
-            self._add_terms(values, rest[needs_term[rest]], local, start, targets)
+            return similarities, local
+        top = buckets[0] >= buckets[1]
+        self._add_terms(values, np.flatnonzero(needs_term & top), local, start, targets)
+        floor = self._floors(values, local, np.flatnonzero(
+            top & candidate & (values > self.min_similarity)), similarities.shape[0])
+        rest = np.flatnonzero(candidate & ~top)
+        largest = values[rest] + (self.common_norms[start + local[rest]]
+                                  * self.common_norms[targets[rest]])
+        out = rest[largest < floor[local[rest]]]
+        candidate[out] = needs_term[out] = False
+        self._add_terms(values, rest[needs_term[rest]], local, start, targets)
         kept = np.flatnonzero(candidate & (values > self.min_similarity))
         local = local[kept]
         indptr = np.zeros_like(similarities.indptr)
