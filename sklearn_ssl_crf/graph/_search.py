@@ -162,6 +162,7 @@ class _BlockSearch:
         if common_rows is not None:
             self.common_rows = sp.csr_matrix(common_rows)
             self.has_common = np.diff(self.common_rows.indptr) > 0
+        if common_rows is not None and self.n_rows >= _BOUNDED_TERMS_FROM:
             # |common_rows[u] @ common_rows[v]| is at most the product of the two norms
             # (Cauchy-Schwarz); raised past the rounding of either side, so a bound of the
             # computed term too.
@@ -234,16 +235,16 @@ class _BlockSearch:
         # some get a term.
         needs_term = (self.has_common[start:start + similarities.shape[0]][local]
                       & self.has_common[targets])
-        if self.n_rows < _BOUNDED_TERMS_FROM:
+        if self.common_norms is None:
             needs_term &= values > self.min_similarity
-            self._add_terms(values, np.flatnonzero(needs_term), local, start, targets)
-            return similarities, local
-        candidate = _candidate_entries(values, local, targets, start, self.min_similarity,
-                                       self.excluded)
-        needs_term &= candidate
-        buckets = _kth_buckets(values, local, candidate, similarities.indptr,
-                               2 * self.n_neighbors)
-        if buckets is None:  # no row has more than 2k candidates: all get their term
+            buckets = None
+        else:
+            candidate = _candidate_entries(values, local, targets, start,
+                                           self.min_similarity, self.excluded)
+            needs_term &= candidate
+            buckets = _kth_buckets(values, local, candidate, similarities.indptr,
+                                   2 * self.n_neighbors)
+        if buckets is None:  # unbounded, or no row has more than 2k candidates
             self._add_terms(values, np.flatnonzero(needs_term), local, start, targets)
             return similarities, local
         top = buckets[0] >= buckets[1]
