@@ -187,7 +187,7 @@ def test_row_blocks_bound_the_similarities_of_sparse_rows(monkeypatch, pairs_at_
     rows = sp.random(300, 50, density=0.04, random_state=5, format="csr")
     products = (rows != 0).astype(int) @ (rows != 0).T.astype(int)
     counts = np.bincount(rows.indices, minlength=50)
-    np.testing.assert_array_equal(_search._row_products(rows, counts),
+    np.testing.assert_array_equal(_search._row_sums(rows, counts),
                                   np.asarray(products.sum(axis=1)).ravel())
     blocks = list(_search._row_blocks(rows, 500, by_nonzeros=True))
     assert blocks[0][0] == 0 and blocks[-1][1] == 300
@@ -218,16 +218,25 @@ def test_threads_search_at_most_two_blocks_each_ahead_of_the_matching():
     assert sorted(searched) == list(range(40))
 
 
-def test_common_columns_split_off_leave_the_rest_of_each_row():
-    rows = sp.random(200, 40, density=0.1, random_state=3, format="csr")
-    is_common = np.bincount(rows.indices, minlength=40) > 20
-    assert 0 < is_common.sum() < 40
+def test_common_columns_split_off_leave_the_rest_of_each_row_but_its_own_columns():
+    # Columns one row has (7 of them here) add only to a row's product with itself: left out,
+    # the products of two rows are those of every column, bit for bit.
+    own = sp.csr_matrix((1.0 + np.arange(7), (np.arange(0, 70, 10), np.arange(7))),
+                        shape=(200, 7))
+    rows = sp.hstack([sp.random(200, 53, density=0.1, random_state=3), own], format="csr")
+    counts = np.bincount(rows.indices, minlength=60)
+    is_common, is_own = counts > 20, counts == 1
+    assert 0 < is_common.sum() < 40 and is_own.sum() == 7
     rare, common = _search._split_common_columns(rows, 20)
-    assert common.shape == (200, is_common.sum()) and rare[:, is_common].nnz == 0
-    joined = rare.toarray()
-    joined[:, is_common] += common.toarray()
-    np.testing.assert_array_equal(joined, rows.toarray())
-    assert rare.has_canonical_format and _search._split_common_columns(rows, 200)[1] is None
+    np.testing.assert_array_equal(common.toarray(), rows.toarray()[:, is_common])
+    np.testing.assert_array_equal(rare.toarray(), rows.toarray()[:, ~is_common & ~is_own])
+    assert rare.has_canonical_format
+    uncommon = rows[:, np.flatnonzero(~is_common)]
+    off_diagonal = ~np.eye(200, dtype=bool)
+    assert np.array_equal((rare @ rare.T).toarray()[off_diagonal],
+                          (uncommon @ uncommon.T).toarray()[off_diagonal])
+    rare, common = _search._split_common_columns(rows, 200)
+    assert common is None and rare.shape == (200, 60 - 7)
 
 
 @pytest.mark.parametrize("dense", [True, False])

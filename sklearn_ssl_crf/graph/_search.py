@@ -42,7 +42,7 @@ _BOUNDED_TERMS_FROM = 2_000_000
 
 # Pairs handled at once: the common features' term (`_common_terms`: two sparse matrices
 # of this many rows at a time), the graph's assembly (`_symmetric_weights`), and the feature
-# entries counted at once when blocks are sized (`_row_products`).
+# entries counted at once when blocks are sized and common columns split off (`_row_sums`).
 _PAIRS_AT_ONCE = 2**20
 
 
@@ -325,20 +325,28 @@ def _search_block(search, start, stop):
 
 
 def _split_common_columns(rows, max_count):
-    """Sparse ``rows`` as two parts whose sum they are: the entries of the columns that at
-    most ``max_count`` rows have, and those of the others (their columns alone), or None
-    when there are none."""
+    """Sparse ``rows`` as two parts whose products of two rows are ``rows``': the entries of
+    the columns that 2 to ``max_count`` rows have (those columns alone, in order), and those
+    of the columns more rows have (the same), or None when there are none. A column only one
+    row has adds to no product of two rows, only to a row's own, which no search uses: left
+    out, it halves a trigram graph's features and their transpose (3 GB at 10^6 sentences)
+    and leaves every other product the same, bit for bit (the same terms, added in the same
+    order)."""
     rows = sp.csr_matrix(rows)
-    is_common = np.bincount(rows.indices, minlength=rows.shape[1]) > max_count
-    if not is_common.any():
-        return rows, None
-    common = rows[:, np.flatnonzero(is_common)]
-    keep = ~is_common[rows.indices]
-    # A row keeps its entries less its common ones: no running count over every entry (a
-    # copy of the indices in int64, 2 GB at 10^6 sentences).
+    counts = np.bincount(rows.indices, minlength=rows.shape[1])
+    is_common = counts > max_count
+    common = rows[:, np.flatnonzero(is_common)] if is_common.any() else None
+    is_shared = (counts > 1) & ~is_common
+    del counts
+    column = np.cumsum(is_shared, dtype=rows.indices.dtype) - 1
+    # Each row's kept count summed a slice of rows at a time: no running count over every
+    # entry (a copy of the indices in int64, 2 GB at 10^6 sentences).
     indptr = np.zeros_like(rows.indptr)
-    np.cumsum(np.diff(rows.indptr) - np.diff(common.indptr), out=indptr[1:])
-    return sp.csr_matrix((rows.data[keep], rows.indices[keep], indptr), shape=rows.shape), common
+    np.cumsum(_row_sums(rows, is_shared).astype(indptr.dtype), out=indptr[1:])
+    keep = is_shared[rows.indices]
+    shared = sp.csr_matrix((rows.data[keep], column[rows.indices[keep]], indptr),
+                           shape=(rows.shape[0], np.count_nonzero(is_shared)))
+    return shared, common
 
 
 def _common_terms(common_rows, sources, targets):
@@ -357,8 +365,10 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
     """The mutual pairs among the kept ones, matched as the pieces (`_kept_rows`, of
     consecutive blocks of rows) come, for a symmetric search (each pair's similarity the
     same from both ends, and so its candidates): only the mutual pairs are held, never every
-    row's k kept pairs. A list of (later row, earlier row, similarity) arrays, the later
-    rows in order (`_symmetric_weights`).
+    row's k kept pairs. A list of (how many pairs each later row has, earlier row,
+    similarity) arrays, the pairs in order of their later row, the pieces' rows all rows in
+    order (`_symmetric_weights`): counts, not a later row a pair (0.8 GB at 10^6
+    sentences).
 
     Row u keeps v iff their similarity is above u's k-th best, or equal to it with v no
     later than the last of u's kept ties (ties go to the lower index); below k kept, u kept
@@ -385,7 +395,8 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
             earlier &= ~excluded[sources]
         u, v, value = targets[earlier], sources[earlier], values[earlier]
         mutual = (value > threshold[u]) | ((value == threshold[u]) & (v <= last_tie[u]))
-        found.append((v[mutual].astype(index_dtype), u[mutual], value[mutual]))
+        found.append((np.bincount(v[mutual] - start, minlength=counts.size).astype(index_dtype),
+                      u[mutual], value[mutual]))
         start = stop
     return found
 
@@ -395,8 +406,7 @@ def _symmetric_weights(found, n_rows, index_dtype):
     (`_matched_as_they_come`; the list is emptied), written in place: the pairs and the
     result are the only large arrays (a sum of the lower triangle and its transpose held
     both and a transposed copy too)."""
-    rows, columns, values = _joined(found)
-    lower_counts = np.bincount(rows, minlength=n_rows)
+    lower_counts, columns, values = _joined(found)
     upper_counts = np.bincount(columns, minlength=n_rows)
     indptr = np.zeros(n_rows + 1, dtype=index_dtype)
     np.cumsum(lower_counts + upper_counts, out=indptr[1:])
@@ -404,11 +414,13 @@ def _symmetric_weights(found, n_rows, index_dtype):
     data = np.empty(indptr[-1])
     # Row x holds its (x, u) entries first (u < x; the pairs come in order of x), then its
     # (x, v) entries (v > x, in the order the pairs come: increasing v).
-    pair_of_row = np.cumsum(lower_counts) - lower_counts
+    pair_of_row = np.concatenate([[0], np.cumsum(lower_counts)])
     upper_place = indptr[:-1] + lower_counts
-    for first in range(0, rows.size, _PAIRS_AT_ONCE):
-        pairs = slice(first, first + _PAIRS_AT_ONCE)
-        later, earlier = rows[pairs], columns[pairs]
+    for first_row, last_row in _row_slices(pair_of_row):
+        later = np.repeat(np.arange(first_row, last_row), lower_counts[first_row:last_row])
+        first = pair_of_row[first_row]
+        pairs = slice(first, first + later.size)
+        earlier = columns[pairs]
         place = indptr[later] + (np.arange(first, first + later.size) - pair_of_row[later])
         indices[place], data[place] = earlier, values[pairs]
         order = np.argsort(earlier, kind="stable")
@@ -416,9 +428,9 @@ def _symmetric_weights(found, n_rows, index_dtype):
         starts, counts = _runs(ranked)
         place = upper_place[ranked] + (np.arange(ranked.size) - np.repeat(starts, counts))
         indices[place], data[place] = later[order], values[pairs][order]
-        # Only the block's rows move on (a bincount over all rows would cost n_rows a block).
+        # Only the slice's rows move on (a bincount over all rows would cost n_rows a slice).
         upper_place[ranked[starts]] += counts.astype(index_dtype)
-    del rows, columns, values
+    del lower_counts, columns, values
     weights = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_rows), copy=False)
     weights.sort_indices()  # a row's (x, u) entries come in the search's order
     return weights
@@ -462,7 +474,7 @@ def _row_blocks(rows, max_block_entries, by_nonzeros):
         # Row u's similarities have at most n_rows nonzeros, and at most as many as the
         # products that make them: the sum over u's features of how many rows have each.
         column_counts = np.bincount(rows.indices, minlength=rows.shape[1])
-        ends = np.cumsum(np.minimum(_row_products(rows, column_counts), n_rows))
+        ends = np.cumsum(np.minimum(_row_sums(rows, column_counts), n_rows))
         marks = np.arange(1, int(ends[-1] // max_block_entries) + 1) * max_block_entries
         stops = np.searchsorted(ends, marks, side="right")
     else:
@@ -472,21 +484,27 @@ def _row_blocks(rows, max_block_entries, by_nonzeros):
     return zip(np.concatenate([[0], stops[:-1]]).tolist(), stops.tolist())
 
 
-def _row_products(rows, column_counts):
-    """Each row's sum of ``column_counts`` over its entries, a slice of rows of about
-    ``_PAIRS_AT_ONCE`` entries at a time (their rows and counts over all 261 million entries
-    at 10^6 sentences: 4 GB)."""
+def _row_sums(rows, column_values):
+    """Each row's sum of ``column_values`` over its entries' columns, a slice of rows at a
+    time (their rows and values over all 261 million entries at 10^6 sentences: 4 GB)."""
     indptr = rows.indptr
+    sums = np.empty(rows.shape[0])
+    for first, last in _row_slices(indptr):
+        row_of_entry = np.repeat(np.arange(last - first), np.diff(indptr[first:last + 1]))
+        sums[first:last] = np.bincount(
+            row_of_entry, weights=column_values[rows.indices[indptr[first]:indptr[last]]],
+            minlength=last - first)
+    return sums
+
+
+def _row_slices(indptr):
+    """(first, last) of consecutive slices of the rows at ``indptr`` with about
+    ``_PAIRS_AT_ONCE`` entries each (or one row with more)."""
+    n_rows = indptr.size - 1
     bounds = np.unique(np.concatenate([
         [0], np.searchsorted(indptr, np.arange(0, indptr[-1], _PAIRS_AT_ONCE), side="right"),
-        [rows.shape[0]]]))
-    products = np.empty(rows.shape[0])
-    for first, last in zip(bounds[:-1], bounds[1:]):
-        row_of_entry = np.repeat(np.arange(last - first), np.diff(indptr[first:last + 1]))
-        products[first:last] = np.bincount(
-            row_of_entry, weights=column_counts[rows.indices[indptr[first]:indptr[last]]],
-            minlength=last - first)
-    return products
+        [n_rows]]))
+    return zip(bounds[:-1].tolist(), bounds[1:].tolist())
 
 
 def _kept_rows(candidates, n_neighbors, start, stop, index_dtype):
