@@ -403,34 +403,43 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
 
 def _symmetric_weights(found, n_rows, index_dtype):
     """The CSR matrix with both (v, u) and (u, v) of each pair of ``found``
-    (`_matched_as_they_come`; the list is emptied), written in place: the pairs and the
-    result are the only large arrays (a sum of the lower triangle and its transpose held
-    both and a transposed copy too)."""
-    lower_counts, columns, values = _joined(found)
-    upper_counts = np.bincount(columns, minlength=n_rows)
+    (`_matched_as_they_come`; the list is emptied), written in place a piece at a time, each
+    piece let go once written: the result and the pairs not yet written are the only large
+    arrays (all the pairs beside the result: 2.5 GB more at 10^6 sentences)."""
+    lower_counts = np.concatenate([counts for counts, _, _ in found])
+    upper_counts = np.zeros(n_rows, dtype=np.int64)
+    for _, earlier, _ in found:
+        counted = np.bincount(earlier)
+        upper_counts[:counted.size] += counted
     indptr = np.zeros(n_rows + 1, dtype=index_dtype)
     np.cumsum(lower_counts + upper_counts, out=indptr[1:])
     indices = np.empty(indptr[-1], dtype=index_dtype)
     data = np.empty(indptr[-1])
     # Row x holds its (x, u) entries first (u < x; the pairs come in order of x), then its
     # (x, v) entries (v > x, in the order the pairs come: increasing v).
-    pair_of_row = np.concatenate([[0], np.cumsum(lower_counts)])
     upper_place = indptr[:-1] + lower_counts
-    for first_row, last_row in _row_slices(pair_of_row):
-        later = np.repeat(np.arange(first_row, last_row), lower_counts[first_row:last_row])
-        first = pair_of_row[first_row]
-        pairs = slice(first, first + later.size)
-        earlier = columns[pairs]
-        place = indptr[later] + (np.arange(first, first + later.size) - pair_of_row[later])
-        indices[place], data[place] = earlier, values[pairs]
-        order = np.argsort(earlier, kind="stable")
-        ranked = earlier[order]
-        starts, counts = _runs(ranked)
-        place = upper_place[ranked] + (np.arange(ranked.size) - np.repeat(starts, counts))
-        indices[place], data[place] = later[order], values[pairs][order]
-        # Only the slice's rows move on (a bincount over all rows would cost n_rows a slice).
-        upper_place[ranked[starts]] += counts.astype(index_dtype)
-    del lower_counts, columns, values
+    del lower_counts, upper_counts
+    start = 0
+    found.reverse()
+    while found:
+        counts, columns, values = found.pop()
+        pair_of_row = np.concatenate([[0], np.cumsum(counts)])
+        for first, last in _row_slices(pair_of_row):
+            later = np.repeat(np.arange(first, last), counts[first:last])
+            pairs = slice(pair_of_row[first], pair_of_row[last])
+            earlier = columns[pairs]
+            place = indptr[start + later] + (np.arange(pairs.start, pairs.stop)
+                                             - pair_of_row[later])
+            indices[place], data[place] = earlier, values[pairs]
+            order = np.argsort(earlier, kind="stable")
+            ranked = earlier[order]
+            run_starts, run_counts = _runs(ranked)
+            place = upper_place[ranked] + (np.arange(ranked.size)
+                                           - np.repeat(run_starts, run_counts))
+            indices[place], data[place] = start + later[order], values[pairs][order]
+            # Only the slice's rows move on (a bincount over all rows would cost n_rows).
+            upper_place[ranked[run_starts]] += run_counts.astype(index_dtype)
+        start += counts.size
     weights = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_rows), copy=False)
     weights.sort_indices()  # a row's (x, u) entries come in the search's order
     return weights
