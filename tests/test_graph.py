@@ -494,6 +494,7 @@ def test_pruned_search_compares_the_pairs_the_uncommon_features_bring_together(
     # common features' term a few pairs at a time.
     monkeypatch.setattr(_search, "_DENSE_ENOUGH", dense_enough)
     monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", 7)
+    monkeypatch.setattr(_search, "_PAIRS_HELD_TOGETHER", 11)  # the mutual pairs in pieces
     rng = np.random.default_rng(12)
     sentences = random_sentences(rng, 60, ["the", "cats", "dogs", "sat", "walked", "a", "on",
                                            "ran", "."])
@@ -538,6 +539,7 @@ def test_common_terms_left_out_by_their_bound_change_no_pair(monkeypatch, with_e
     # a term can also lower a pair. The graph is the brute-force one, and bit for bit the
     # one computed with every term (norms of inf: no bound ever leaves a term out).
     monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", 64)
+    monkeypatch.setattr(_search, "_PAIRS_HELD_TOGETHER", 50)
     monkeypatch.setattr(_search, "_DENSE_ENOUGH", 2.0)  # sparse rows and blocks
     monkeypatch.setattr(_search, "_BOUNDED_TERMS_FROM", 300)
     rng = np.random.default_rng(40)

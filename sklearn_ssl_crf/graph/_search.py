@@ -45,6 +45,12 @@ _BOUNDED_TERMS_FROM = 2_000_000
 # entries counted at once when blocks are sized and common columns split off (`_row_sums`).
 _PAIRS_AT_ONCE = 2**20
 
+# The mutual pairs are held in pieces of at least this many (`_matched_as_they_come`):
+# arrays this large (64 and 128 MB) are mapped apart from the heap, so each is given back
+# to the system once the graph is written from it; a block's pairs (about 1 MB at 3x10^5
+# sentences) stay in the heap after they are let go.
+_PAIRS_HELD_TOGETHER = 2**24
+
 
 def _check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -368,7 +374,8 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
     row's k kept pairs. A list of (how many pairs each later row has, earlier row,
     similarity) arrays, the pairs in order of their later row, the pieces' rows all rows in
     order (`_symmetric_weights`): counts, not a later row a pair (0.8 GB at 10^6
-    sentences).
+    sentences), those of consecutive blocks joined into pieces of about
+    ``_PAIRS_HELD_TOGETHER`` pairs.
 
     Row u keeps v iff their similarity is above u's k-th best, or equal to it with v no
     later than the last of u's kept ties (ties go to the lower index); below k kept, u kept
@@ -377,7 +384,7 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
     """
     threshold = np.full(n_rows, min_similarity)  # keeps every candidate
     last_tie = np.full(n_rows, -1, dtype=np.int64)
-    found, start = [], 0
+    found, waiting, n_waiting, start = [], [], 0, 0
     for counts, targets, values in pieces:
         stop = start + counts.size
         sources = np.repeat(np.arange(start, stop), counts)
@@ -395,9 +402,15 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
             earlier &= ~excluded[sources]
         u, v, value = targets[earlier], sources[earlier], values[earlier]
         mutual = (value > threshold[u]) | ((value == threshold[u]) & (v <= last_tie[u]))
-        found.append((np.bincount(v[mutual] - start, minlength=counts.size).astype(index_dtype),
-                      u[mutual], value[mutual]))
+        waiting.append((np.bincount(v[mutual] - start, minlength=counts.size).astype(
+            index_dtype), u[mutual], value[mutual]))
+        n_waiting += np.count_nonzero(mutual)
+        if n_waiting >= _PAIRS_HELD_TOGETHER:
+            found.append(_joined(waiting))
+            n_waiting = 0
         start = stop
+    if waiting:
+        found.append(_joined(waiting))
     return found
 
 
