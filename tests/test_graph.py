@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from sklearn_ssl_crf.datasets import load_ud_english_ewt
 from sklearn_ssl_crf.graph import (
     SimilarityGraph,
+    _mutual,
     _search,
     _trigram,
     knn_graph,
@@ -42,6 +43,12 @@ def brute_force_mutual_knn(similarities, k, candidates=None):
                         key=lambda v: (-similarities[u, v], v))
         chosen[u, ranked[:k]] = True
     return np.where(chosen & chosen.T, similarities, 0.0)
+
+
+def few_pairs_at_once(monkeypatch, n_pairs):
+    # The common features' terms and the graph's assembly a few pairs at a time.
+    monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", n_pairs)
+    monkeypatch.setattr(_mutual, "_PAIRS_AT_ONCE", n_pairs)
 
 
 def cosines(rows):
@@ -183,7 +190,7 @@ def test_block_size_does_not_change_the_graph(kind):
 def test_row_blocks_bound_the_similarities_of_sparse_rows(monkeypatch, pairs_at_once):
     # Each row's products counted a slice of rows at a time (of about pairs_at_once entries)
     # or all at once: the brute-force count.
-    monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", pairs_at_once)
+    monkeypatch.setattr(_mutual, "_PAIRS_AT_ONCE", pairs_at_once)
     rows = sp.random(300, 50, density=0.04, random_state=5, format="csr")
     products = (rows != 0).astype(int) @ (rows != 0).T.astype(int)
     counts = np.bincount(rows.indices, minlength=50)
@@ -493,8 +500,8 @@ def test_pruned_search_compares_the_pairs_the_uncommon_features_bring_together(
     # searches of a block (dense: every similarity; sparse: the nonzero ones), and the
     # common features' term a few pairs at a time.
     monkeypatch.setattr(_search, "_DENSE_ENOUGH", dense_enough)
-    monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", 7)
-    monkeypatch.setattr(_search, "_PAIRS_HELD_TOGETHER", 11)  # the mutual pairs in pieces
+    few_pairs_at_once(monkeypatch, 7)
+    monkeypatch.setattr(_mutual, "_PAIRS_HELD_TOGETHER", 11)  # the mutual pairs in pieces
     rng = np.random.default_rng(12)
     sentences = random_sentences(rng, 60, ["the", "cats", "dogs", "sat", "walked", "a", "on",
                                            "ran", "."])
@@ -516,7 +523,7 @@ def test_common_rows_rank_the_candidates_the_other_rows_give(monkeypatch, dense_
     # Rows with negative entries too: a pair whose other-rows product is at most 0 is not a
     # candidate however similar its common rows make it.
     monkeypatch.setattr(_search, "_DENSE_ENOUGH", dense_enough)
-    monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", 5)
+    few_pairs_at_once(monkeypatch, 5)
     rng = np.random.default_rng(16)
     rows = sp.random(120, 300, density=0.02, random_state=17, format="csr")
     rows.data = rng.normal(size=rows.nnz)
@@ -532,14 +539,48 @@ def test_common_rows_rank_the_candidates_the_other_rows_give(monkeypatch, dense_
     assert (expected != brute_force_mutual_knn(other, 4)).any()
 
 
+@pytest.mark.parametrize("dense_enough", [0.0, 2.0])
+@pytest.mark.parametrize("bounded_from", [0, 10**9])
+def test_rows_searched_in_another_order_give_the_same_graph(monkeypatch, dense_enough,
+                                                            bounded_from):
+    # Rows searched in another order than their vertices' (trigram_graph's, for speed):
+    # ties still go to the lower vertex and the weights are the vertices', so the graph is
+    # the one of the rows in order, bit for bit. Repeated rows make many ties; values in
+    # quarters keep every sum exact whatever its order (the dense blocks' BLAS).
+    monkeypatch.setattr(_search, "_DENSE_ENOUGH", dense_enough)
+    monkeypatch.setattr(_search, "_BOUNDED_TERMS_FROM", bounded_from)
+    few_pairs_at_once(monkeypatch, 9)
+    monkeypatch.setattr(_mutual, "_PAIRS_HELD_TOGETHER", 13)
+    rng = np.random.default_rng(50)
+    base = sp.random(40, 80, density=0.08, random_state=51, format="csr")
+    base.data = rng.integers(1, 5, base.nnz) / 4
+    rows = base[rng.integers(0, 40, 150)]
+    common = sp.random(150, 4, density=0.3, random_state=52, format="csr")
+    common.data = rng.integers(1, 5, common.nnz) / 4
+    in_order = _search._mutual_knn(rows, 5, 700, common_rows=common)
+    vertices = rng.permutation(150)
+    reordered = _mutual._assembled(_search._mutual_pairs(
+        rows[vertices], 5, 700, common_rows=common[vertices], vertices=vertices))
+    for name in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(reordered, name), getattr(in_order, name))
+    full = (rows @ rows.T + common @ common.T).toarray()
+    expected = brute_force_mutual_knn(full, 5, candidates=(rows @ rows.T).toarray() > 0)
+    np.testing.assert_array_equal(in_order.toarray(), expected)
+    # Ties decided the graph: searched in the new order with ties to the lower row, it
+    # differs.
+    by_row = _search._mutual_knn(rows[vertices], 5, 700, common_rows=common[vertices])
+    row_of_vertex = np.argsort(vertices)
+    assert (by_row[row_of_vertex][:, row_of_vertex] != in_order).nnz > 0
+
+
 @pytest.mark.parametrize("with_excluded", [False, True])
 def test_common_terms_left_out_by_their_bound_change_no_pair(monkeypatch, with_excluded):
     # Rows with many candidates each and common rows that decide the ranking: most terms
     # cannot lift their pair into its row's k best, and are not computed. Mixed signs, so
     # a term can also lower a pair. The graph is the brute-force one, and bit for bit the
     # one computed with every term (norms of inf: no bound ever leaves a term out).
-    monkeypatch.setattr(_search, "_PAIRS_AT_ONCE", 64)
-    monkeypatch.setattr(_search, "_PAIRS_HELD_TOGETHER", 50)
+    few_pairs_at_once(monkeypatch, 64)
+    monkeypatch.setattr(_mutual, "_PAIRS_HELD_TOGETHER", 50)
     monkeypatch.setattr(_search, "_DENSE_ENOUGH", 2.0)  # sparse rows and blocks
     monkeypatch.setattr(_search, "_BOUNDED_TERMS_FROM", 300)
     rng = np.random.default_rng(40)

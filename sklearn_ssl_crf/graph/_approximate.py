@@ -13,7 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.decomposition import TruncatedSVD
 
-from ._search import SMALLEST_SIMILARITY, _kept_rows, _mutual_weights
+from ._mutual import _mutual_weights
+from ._search import SMALLEST_SIMILARITY, _kept_rows
 from ._similarity_graph import _token_positions
 
 # The index's settings: links per vertex (M), and the candidate lists while adding

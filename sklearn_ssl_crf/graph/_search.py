@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 
 from ..utils import dask_client
+from ._mutual import _PAIRS_AT_ONCE, _assembled, _matched_as_they_come, _row_slices, _runs, _vertex
 
 # Above this fraction of nonzeros, dense arithmetic beats sparse: feature rows are compared
 # with BLAS, and a block of similarities is searched with a partition per row rather than
@@ -26,30 +27,14 @@ _DENSE_ENOUGH = 1 / 16
 # similarity is rounding noise (a vertex with such a degree would have 1 / degree = inf).
 SMALLEST_SIMILARITY = np.finfo(np.float64).tiny
 
-
 # Buckets of the histogram that narrows a sparse row's candidates before the exact sort.
 _N_BUCKETS = 1024
-
-# Blocks of rows in which the mutual pairs are found (`_mutual_weights`): a sixteenth of
-# the kept pairs held twice at a time, against the sparse transpose's two copies of them all.
-_MUTUAL_BLOCKS = 16
 
 # From this many rows the common features' term is bounded before it is computed
 # (`_with_common_part`): at 3x10^5 and 10^6 sentences (4.3 and 13 million trigram types) the
 # search took 0.81 and 0.71-0.74 of its time without the bound; at 3x10^4 (480,000 types) its
 # blocks took 1.1 times as long with it, and about as long at 10^5 (docs/benchmarks.md).
 _BOUNDED_TERMS_FROM = 2_000_000
-
-# Pairs handled at once: the common features' term (`_common_terms`: two sparse matrices
-# of this many rows at a time), the graph's assembly (`_symmetric_weights`), and the feature
-# entries counted at once when blocks are sized and common columns split off (`_row_sums`).
-_PAIRS_AT_ONCE = 2**20
-
-# The mutual pairs are held in pieces of at least this many (`_matched_as_they_come`):
-# arrays this large (64 and 128 MB) are mapped apart from the heap, so each is given back
-# to the system once the graph is written from it; a block's pairs (about 1 MB at 3x10^5
-# sentences) stay in the heap after they are let go.
-_PAIRS_HELD_TOGETHER = 2**24
 
 
 def _check_positive_int(value, name):
@@ -95,13 +80,19 @@ def _mutual_knn(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_ro
 
 def _mutual_pairs(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_rows=None,
                   own_weight=0.0, min_own_similarity=None, common_rows=None, excluded=None,
-                  n_threads=1):
+                  n_threads=1, vertices=None):
     """`_mutual_knn`'s search, up to its pairs, which `_assembled` makes the weights: a
     caller can free the rows in between (at 10^6 sentences the trigram graph's features are
-    3 GB, held for nothing while the graph's 5 GB are assembled)."""
+    3 GB, held for nothing while the graph's 5 GB are assembled).
+
+    ``vertices``: each row's vertex, a permutation (None: the row itself), for rows given
+    in another order than their vertices' (`trigram_graph`'s, for speed): ties go to the
+    lower vertex and the weights are the vertices', so the graph is the one of the rows in
+    their vertices' order, bit for bit (sparse rows; ``excluded`` is by row).
+    """
     search = _BlockSearch(rows, n_neighbors, max_block_entries,
                           max(min_similarity, SMALLEST_SIMILARITY), own_rows, own_weight,
-                          min_own_similarity, common_rows, excluded)
+                          min_own_similarity, common_rows, excluded, vertices)
     blocks = list(_row_blocks(search.rows, max_block_entries, by_nonzeros=own_rows is None))
     n_rows, index_dtype = search.n_rows, search.index_dtype
     pieces = _searched_pieces(search, blocks, n_threads)
@@ -110,17 +101,10 @@ def _mutual_pairs(rows, n_neighbors, max_block_entries, min_similarity=0.0, own_
     # nothing does, before the pairs are matched.
     del search
     if symmetric:
-        return symmetric, _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity,
-                                                excluded, index_dtype), n_rows, index_dtype
-    return symmetric, list(pieces), n_rows, index_dtype
-
-
-def _assembled(pairs):
-    """The symmetric weights of `_mutual_pairs`' pairs (their list is emptied)."""
-    symmetric, found, n_rows, index_dtype = pairs
-    if symmetric:
-        return _symmetric_weights(found, n_rows, index_dtype)
-    return _mutual_weights(found, n_rows, index_dtype)
+        found = _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
+                                      index_dtype, vertices)
+        return symmetric, found, n_rows, index_dtype, vertices
+    return symmetric, list(pieces), n_rows, index_dtype, vertices
 
 
 def _searched_pieces(search, blocks, n_threads):
@@ -160,7 +144,7 @@ class _BlockSearch:
     sentences)."""
 
     def __init__(self, rows, n_neighbors, max_block_entries, min_similarity, own_rows,
-                 own_weight, min_own_similarity, common_rows, excluded):
+                 own_weight, min_own_similarity, common_rows, excluded, vertices=None):
         self.rows = _dense_if_dense_enough(rows)
         self.n_rows = self.rows.shape[0]
         self.own_rows = None if own_rows is None else _dense_if_dense_enough(own_rows)
@@ -175,7 +159,7 @@ class _BlockSearch:
             self.common_norms = row_norms(self.common_rows) * (1 + 2**-20)
         self.n_neighbors, self.min_similarity = n_neighbors, min_similarity
         self.own_weight, self.min_own_similarity = own_weight, min_own_similarity
-        self.excluded = excluded
+        self.excluded, self.vertices = excluded, vertices
         # Sparse rows with no own rows: a pair's similarity is the same sparse products
         # (and common term) added in the same order from either end, so each end's value
         # is the other's, bit for bit (`_matched_as_they_come` needs it).
@@ -208,7 +192,8 @@ class _BlockSearch:
                 similarities, local = self._with_common_part(similarities, local, start)
             candidates = _sparse_candidates(similarities, local, start, self.n_neighbors,
                                             self.min_similarity, self.excluded)
-            return [_kept_rows(candidates, self.n_neighbors, start, stop, self.index_dtype)]
+            return [_kept_rows(candidates, self.n_neighbors, start, stop, self.index_dtype,
+                               self.vertices)]
         # A dense block, or a sparse one too dense to search sparsely: dense slices of at
         # most max_block_entries.
         pieces = []
@@ -219,7 +204,7 @@ class _BlockSearch:
             candidates = _dense_candidates(block, first, self.n_neighbors,
                                            self.min_similarity, self.excluded)
             pieces.append(_kept_rows(candidates, self.n_neighbors, first, last,
-                                     self.index_dtype))
+                                     self.index_dtype, self.vertices))
         return pieces
 
     def _with_common_part(self, similarities, local, start):
@@ -366,126 +351,6 @@ def _common_terms(common_rows, sources, targets):
     return terms
 
 
-def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
-                          index_dtype):
-    """The mutual pairs among the kept ones, matched as the pieces (`_kept_rows`, of
-    consecutive blocks of rows) come, for a symmetric search (each pair's similarity the
-    same from both ends, and so its candidates): only the mutual pairs are held, never every
-    row's k kept pairs. A list of (how many pairs each later row has, earlier row,
-    similarity) arrays, the pairs in order of their later row, the pieces' rows all rows in
-    order (`_symmetric_weights`): counts, not a later row a pair (0.8 GB at 10^6
-    sentences), those of consecutive blocks joined into pieces of about
-    ``_PAIRS_HELD_TOGETHER`` pairs.
-
-    Row u keeps v iff their similarity is above u's k-th best, or equal to it with v no
-    later than the last of u's kept ties (ties go to the lower index); below k kept, u kept
-    every candidate. So a pair kept by the later row v is mutual iff the earlier row u's
-    threshold keeps it: each mutual pair is found once, in the later row's block.
-    """
-    threshold = np.full(n_rows, min_similarity)  # keeps every candidate
-    last_tie = np.full(n_rows, -1, dtype=np.int64)
-    found, waiting, n_waiting, start = [], [], 0, 0
-    for counts, targets, values in pieces:
-        stop = start + counts.size
-        sources = np.repeat(np.arange(start, stop), counts)
-        nonempty = np.flatnonzero(counts)
-        if nonempty.size:
-            firsts = (np.cumsum(counts) - counts)[nonempty]
-            full = counts[nonempty] >= n_neighbors
-            rows = start + nonempty[full]
-            threshold[rows] = np.minimum.reduceat(values, firsts)[full]
-            ties = np.where(values == threshold[sources], targets, -1)
-            last_tie[rows] = np.maximum.reduceat(ties, firsts)[full]
-        # An excluded row keeps candidates but is no one's: its pairs are not mutual.
-        earlier = targets < sources
-        if excluded is not None:
-            earlier &= ~excluded[sources]
-        u, v, value = targets[earlier], sources[earlier], values[earlier]
-        mutual = (value > threshold[u]) | ((value == threshold[u]) & (v <= last_tie[u]))
-        waiting.append((np.bincount(v[mutual] - start, minlength=counts.size).astype(
-            index_dtype), u[mutual], value[mutual]))
-        n_waiting += np.count_nonzero(mutual)
-        if n_waiting >= _PAIRS_HELD_TOGETHER:
-            found.append(_joined(waiting))
-            n_waiting = 0
-        start = stop
-    if waiting:
-        found.append(_joined(waiting))
-    return found
-
-
-def _symmetric_weights(found, n_rows, index_dtype):
-    """The CSR matrix with both (v, u) and (u, v) of each pair of ``found``
-    (`_matched_as_they_come`; the list is emptied), written in place a piece at a time, each
-    piece let go once written: the result and the pairs not yet written are the only large
-    arrays (all the pairs beside the result: 2.5 GB more at 10^6 sentences)."""
-    lower_counts = np.concatenate([counts for counts, _, _ in found])
-    upper_counts = np.zeros(n_rows, dtype=np.int64)
-    for _, earlier, _ in found:
-        counted = np.bincount(earlier)
-        upper_counts[:counted.size] += counted
-    indptr = np.zeros(n_rows + 1, dtype=index_dtype)
-    np.cumsum(lower_counts + upper_counts, out=indptr[1:])
-    indices = np.empty(indptr[-1], dtype=index_dtype)
-    data = np.empty(indptr[-1])
-    # Row x holds its (x, u) entries first (u < x; the pairs come in order of x), then its
-    # (x, v) entries (v > x, in the order the pairs come: increasing v).
-    upper_place = indptr[:-1] + lower_counts
-    del lower_counts, upper_counts
-    start = 0
-    found.reverse()
-    while found:
-        counts, columns, values = found.pop()
-        pair_of_row = np.concatenate([[0], np.cumsum(counts)])
-        for first, last in _row_slices(pair_of_row):
-            later = np.repeat(np.arange(first, last), counts[first:last])
-            pairs = slice(pair_of_row[first], pair_of_row[last])
-            earlier = columns[pairs]
-            place = indptr[start + later] + (np.arange(pairs.start, pairs.stop)
-                                             - pair_of_row[later])
-            indices[place], data[place] = earlier, values[pairs]
-            order = np.argsort(earlier, kind="stable")
-            ranked = earlier[order]
-            run_starts, run_counts = _runs(ranked)
-            place = upper_place[ranked] + (np.arange(ranked.size)
-                                           - np.repeat(run_starts, run_counts))
-            indices[place], data[place] = start + later[order], values[pairs][order]
-            # Only the slice's rows move on (a bincount over all rows would cost n_rows).
-            upper_place[ranked[run_starts]] += run_counts.astype(index_dtype)
-        start += counts.size
-    weights = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_rows), copy=False)
-    weights.sort_indices()  # a row's (x, u) entries come in the search's order
-    return weights
-
-
-def _joined(pieces):
-    """The three arrays of a list of pieces ``(a, b, c)``, each joined; the list is emptied
-    and each array's pieces go once it is joined (one array at a time)."""
-    parts = [list(column) for column in zip(*pieces)]
-    pieces.clear()
-    return [np.concatenate(parts.pop(0)) for _ in range(3)]
-
-
-def _mutual_weights(kept, n_rows, index_dtype):
-    """The symmetric weights of the mutual pairs among the kept ones (``_kept_rows`` pieces
-    of consecutive blocks of rows; the list is emptied): each weight the smaller of the
-    pair's two values."""
-    counts, targets, values = _joined(kept)
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
-    directed = sp.csr_matrix((values, targets, indptr), shape=(n_rows, n_rows))
-    directed.sort_indices()
-    del counts, targets, values, indptr
-    # Absent entries are 0 and kept values positive, so the minimum keeps mutual pairs only.
-    # Row blocks against the same columns' transpose: a block's worth of temporary pairs,
-    # not a transposed copy of them all and a result sized for both.
-    inner = np.searchsorted(directed.indptr, np.linspace(0, directed.nnz, _MUTUAL_BLOCKS + 1))
-    bounds = np.unique(np.concatenate([[0], np.clip(inner, 0, n_rows), [n_rows]]))
-    weights = sp.vstack([directed[start:stop].minimum(directed[:, start:stop].T)
-                         for start, stop in zip(bounds[:-1], bounds[1:])], format="csr")
-    weights.eliminate_zeros()
-    return weights
-
-
 def _row_blocks(rows, max_block_entries, by_nonzeros):
     """(start, stop) of blocks of rows whose similarities to all rows number about
     ``max_block_entries``: ``rows x n_rows`` for dense rows; for sparse rows (with
@@ -519,20 +384,10 @@ def _row_sums(rows, column_values):
     return sums
 
 
-def _row_slices(indptr):
-    """(first, last) of consecutive slices of the rows at ``indptr`` with about
-    ``_PAIRS_AT_ONCE`` entries each (or one row with more)."""
-    n_rows = indptr.size - 1
-    bounds = np.unique(np.concatenate([
-        [0], np.searchsorted(indptr, np.arange(0, indptr[-1], _PAIRS_AT_ONCE), side="right"),
-        [n_rows]]))
-    return zip(bounds[:-1].tolist(), bounds[1:].tolist())
-
-
-def _kept_rows(candidates, n_neighbors, start, stop, index_dtype):
-    """The k best candidates of rows start..stop (`_top_k`) as CSR pieces: counts, targets,
-    values."""
-    sources, targets, values = _top_k(n_neighbors, *candidates)
+def _kept_rows(candidates, n_neighbors, start, stop, index_dtype, vertices=None):
+    """The k best candidates of rows start..stop (`_top_k`; ties to the lower vertex) as
+    CSR pieces: counts, targets, values."""
+    sources, targets, values = _top_k(n_neighbors, *candidates, vertices=vertices)
     # Kept pairs come sorted by source: stored as CSR rows straight away (12 bytes a pair
     # rather than 24 for coordinates), the largest memory of the search.
     return (np.bincount(sources - start, minlength=stop - start), targets.astype(index_dtype),
@@ -637,13 +492,14 @@ def _dense_candidates(similarities, start, n_neighbors, min_similarity, excluded
     return sources + start, targets, values, values > threshold[sources]
 
 
-def _top_k(k, sources, targets, values, sure=None):
-    """The k most similar candidates of each source, ties to the lower target. Candidates
-    come grouped by source, and stay so; ``sure`` marks candidates known to be among the k
-    best of their source (fewer than k a source), so only the others are sorted."""
+def _top_k(k, sources, targets, values, sure=None, vertices=None):
+    """The k most similar candidates of each source, ties to the lower target (its vertex,
+    with ``vertices``). Candidates come grouped by source, and stay so; ``sure`` marks
+    candidates known to be among the k best of their source (fewer than k a source), so
+    only the others are sorted."""
     keep = np.zeros(sources.size, dtype=bool) if sure is None else sure.copy()
     rest = np.flatnonzero(~keep)
-    order = rest[np.lexsort((targets[rest], -values[rest], sources[rest]))]
+    order = rest[np.lexsort((_vertex(targets[rest], vertices), -values[rest], sources[rest]))]
     ranked = sources[order]
     starts, counts = _runs(ranked)
     # The places each source has left after its sure candidates (sources run first..last).
@@ -652,11 +508,3 @@ def _top_k(k, sources, targets, values, sure=None):
     rank = np.arange(ranked.size) - np.repeat(starts, counts)
     keep[order[rank < places[ranked - first]]] = True
     return sources[keep], targets[keep], values[keep]
-
-
-def _runs(ranked):
-    """Where each run of equal values of the sorted ``ranked`` starts, and its length."""
-    new_run = np.ones(ranked.size, dtype=bool)
-    new_run[1:] = ranked[1:] != ranked[:-1]
-    starts = np.flatnonzero(new_run)
-    return starts, np.diff(np.append(starts, ranked.size))

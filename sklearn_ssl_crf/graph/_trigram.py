@@ -15,8 +15,9 @@ from joblib import effective_n_jobs
 
 from ..utils import SequenceMatrix
 from ._approximate import approximate_knn_weights
+from ._mutual import _assembled
 from ._pmi import _pmi_features, _tuple_keys
-from ._search import _assembled, _check_positive_int, _mutual_pairs, _split_common_columns
+from ._search import _check_positive_int, _mutual_pairs, _split_common_columns
 from ._similarity_graph import SimilarityGraph, _token_positions
 
 # A number: digits with an optional sign and separators ("-2", "1,000.5", "3/4", "10:30",
@@ -173,10 +174,20 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
         return SimilarityGraph(sp.csr_matrix((0, 0)), token_vertices, names)
     if auto_suffixes:
         suffixes = _frequent_endings(words[:-2])
-    features = _pmi_features(window, vertex_of_occurrence, len(names), words, suffixes)
-    del window, vertex_of_occurrence
     if algorithm == "auto":
         algorithm = "pruned" if len(names) >= PRUNED_FROM else "exact"
+    vertices = None
+    if algorithm == "pruned":
+        # The rows searched in order of their trigrams' words: the types that share a
+        # feature lie in a few runs of rows, which a block's sparse products sum into
+        # (over 4.3 million types at 3x10^5 sentences, the products took half the time
+        # they took in order of first appearance). The graph is the same (`_mutual_pairs`).
+        vertices = _by_words(window, vertex_of_occurrence, len(names))
+        row_of_vertex = np.empty_like(vertices)
+        row_of_vertex[vertices] = np.arange(vertices.size)
+        vertex_of_occurrence = row_of_vertex[vertex_of_occurrence]
+    features = _pmi_features(window, vertex_of_occurrence, len(names), words, suffixes)
+    del window, vertex_of_occurrence
     if algorithm == "hnsw":
         weights = approximate_knn_weights(features, n_neighbors)
     else:
@@ -185,10 +196,17 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
             most = max_df if isinstance(max_df, int) else math.ceil(max_df * len(names))
             features, common = _split_common_columns(features, most)
         pairs = _mutual_pairs(features, n_neighbors, max_block_entries, common_rows=common,
-                              n_threads=n_threads)
+                              n_threads=n_threads, vertices=vertices)
         del features, common  # not held while the pairs become the graph
         weights = _assembled(pairs)
     return SimilarityGraph._built(weights, token_vertices, names)
+
+
+def _by_words(window, vertex_of_occurrence, n_vertices):
+    """The vertices in order of their trigrams' middle, first and last words (codes)."""
+    words = np.empty((3, n_vertices), dtype=window.dtype)
+    words[:, vertex_of_occurrence] = window[1:4]  # each occurrence of a type has its words
+    return np.lexsort((words[2], words[0], words[1]))
 
 
 def _frequent_endings(words, lengths=(1, 2, 3), share=0.01):

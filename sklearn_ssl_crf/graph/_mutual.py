@@ -1,0 +1,184 @@
+"""The mutual pairs among the k best of each row that the search keeps (`_search`), and the
+symmetric weights they make, written a piece of pairs at a time."""
+
+import numpy as np
+import scipy.sparse as sp
+
+# Blocks of rows in which the mutual pairs are found (`_mutual_weights`): a sixteenth of
+# the kept pairs held twice at a time, against the sparse transpose's two copies of them all.
+_MUTUAL_BLOCKS = 16
+
+
+# Pairs handled at once: the common features' term (`_common_terms`: two sparse matrices
+# of this many rows at a time), the graph's assembly (`_symmetric_weights`), and the feature
+# entries counted at once when blocks are sized and common columns split off (`_row_sums`).
+_PAIRS_AT_ONCE = 2**20
+
+
+# The mutual pairs are held in pieces of at least this many (`_matched_as_they_come`):
+# arrays this large (64 and 128 MB) are mapped apart from the heap, so each is given back
+# to the system once the graph is written from it; a block's pairs (about 1 MB at 3x10^5
+# sentences) stay in the heap after they are let go.
+_PAIRS_HELD_TOGETHER = 2**24
+
+
+def _assembled(pairs):
+    """The symmetric weights of `_mutual_pairs`' pairs (their list is emptied)."""
+    symmetric, found, n_rows, index_dtype, vertices = pairs
+    if symmetric:
+        return _symmetric_weights(found, n_rows, index_dtype, vertices)
+    weights = _mutual_weights(found, n_rows, index_dtype)
+    if vertices is None:
+        return weights
+    row_of_vertex = np.empty_like(vertices)
+    row_of_vertex[vertices] = np.arange(n_rows)
+    weights = weights[row_of_vertex][:, row_of_vertex]
+    weights.sort_indices()
+    return weights
+
+
+def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
+                          index_dtype, vertices=None):
+    """The mutual pairs among the kept ones, matched as the pieces (`_kept_rows`, of
+    consecutive blocks of rows) come, for a symmetric search (each pair's similarity the
+    same from both ends, and so its candidates): only the mutual pairs are held, never every
+    row's k kept pairs. A list of (how many pairs each later row has, earlier row,
+    similarity) arrays, the pairs in order of their later row, the pieces' rows all rows in
+    order (`_symmetric_weights`): counts, not a later row a pair (0.8 GB at 10^6
+    sentences), those of consecutive blocks joined into pieces of about
+    ``_PAIRS_HELD_TOGETHER`` pairs.
+
+    Row u keeps v iff their similarity is above u's k-th best, or equal to it with v no
+    later than the last of u's kept ties (ties go to the lower index); below k kept, u kept
+    every candidate. So a pair kept by the later row v is mutual iff the earlier row u's
+    threshold keeps it: each mutual pair is found once, in the later row's block. With
+    ``vertices``, ties go to the lower vertex, and a tie is kept up to the last kept one's.
+    """
+    threshold = np.full(n_rows, min_similarity)  # keeps every candidate
+    last_tie = np.full(n_rows, -1, dtype=np.int64)
+    found, waiting, n_waiting, start = [], [], 0, 0
+    for counts, targets, values in pieces:
+        stop = start + counts.size
+        sources = np.repeat(np.arange(start, stop), counts)
+        nonempty = np.flatnonzero(counts)
+        if nonempty.size:
+            firsts = (np.cumsum(counts) - counts)[nonempty]
+            full = counts[nonempty] >= n_neighbors
+            rows = start + nonempty[full]
+            threshold[rows] = np.minimum.reduceat(values, firsts)[full]
+            ties = np.where(values == threshold[sources], _vertex(targets, vertices), -1)
+            last_tie[rows] = np.maximum.reduceat(ties, firsts)[full]
+        # An excluded row keeps candidates but is no one's: its pairs are not mutual.
+        earlier = targets < sources
+        if excluded is not None:
+            earlier &= ~excluded[sources]
+        u, v, value = targets[earlier], sources[earlier], values[earlier]
+        mutual = (value > threshold[u]) | ((value == threshold[u])
+                                           & (_vertex(v, vertices) <= last_tie[u]))
+        waiting.append((np.bincount(v[mutual] - start, minlength=counts.size).astype(
+            index_dtype), u[mutual], value[mutual]))
+        n_waiting += np.count_nonzero(mutual)
+        if n_waiting >= _PAIRS_HELD_TOGETHER:
+            found.append(_joined(waiting))
+            n_waiting = 0
+        start = stop
+    if waiting:
+        found.append(_joined(waiting))
+    return found
+
+
+def _symmetric_weights(found, n_rows, index_dtype, vertices=None):
+    """The CSR matrix with both (v, u) and (u, v) of each pair of ``found``
+    (`_matched_as_they_come`; the list is emptied), of the rows' ``vertices``, written in
+    place a piece at a time, each piece let go once written: the result and the pairs not
+    yet written are the only large arrays (all the pairs beside the result: 2.5 GB more at
+    10^6 sentences)."""
+    vertices = np.arange(n_rows) if vertices is None else vertices
+    counts = np.zeros(n_rows, dtype=np.int64)
+    counts[vertices] = np.concatenate([later_counts for later_counts, _, _ in found])
+    for _, earlier, _ in found:
+        counts += np.bincount(vertices[earlier], minlength=n_rows)
+    indptr = np.zeros(n_rows + 1, dtype=index_dtype)
+    np.cumsum(counts, out=indptr[1:])
+    del counts
+    indices = np.empty(indptr[-1], dtype=index_dtype)
+    data = np.empty(indptr[-1])
+    free = indptr[:-1].astype(np.int64)  # each vertex's next free place
+    start = 0
+    found.reverse()
+    while found:
+        later_counts, earlier, values = found.pop()
+        pair_of_row = np.concatenate([[0], np.cumsum(later_counts)])
+        for first, last in _row_slices(pair_of_row):
+            pairs = slice(pair_of_row[first], pair_of_row[last])
+            later = vertices[start + np.repeat(np.arange(first, last),
+                                               later_counts[first:last])]
+            _scattered(free, indices, data, later, vertices[earlier[pairs]], values[pairs])
+            _scattered(free, indices, data, vertices[earlier[pairs]], later, values[pairs])
+        start += later_counts.size
+    weights = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_rows), copy=False)
+    weights.sort_indices()  # a row's entries come in the search's order
+    return weights
+
+
+def _scattered(free, indices, data, rows, columns, values):
+    """Write the entries (``rows``, ``columns``, ``values``) at their rows' ``free`` places
+    in CSR ``indices`` and ``data``, and move those places on."""
+    order = np.argsort(rows, kind="stable")
+    ranked = rows[order]
+    starts, counts = _runs(ranked)
+    place = free[ranked] + (np.arange(ranked.size) - np.repeat(starts, counts))
+    indices[place], data[place] = columns[order], values[order]
+    # Only these rows move on (a bincount over all rows would cost n_rows a slice).
+    free[ranked[starts]] += counts
+
+
+def _joined(pieces):
+    """The three arrays of a list of pieces ``(a, b, c)``, each joined; the list is emptied
+    and each array's pieces go once it is joined (one array at a time)."""
+    parts = [list(column) for column in zip(*pieces)]
+    pieces.clear()
+    return [np.concatenate(parts.pop(0)) for _ in range(3)]
+
+
+def _mutual_weights(kept, n_rows, index_dtype):
+    """The symmetric weights of the mutual pairs among the kept ones (``_kept_rows`` pieces
+    of consecutive blocks of rows; the list is emptied): each weight the smaller of the
+    pair's two values."""
+    counts, targets, values = _joined(kept)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
+    directed = sp.csr_matrix((values, targets, indptr), shape=(n_rows, n_rows))
+    directed.sort_indices()
+    del counts, targets, values, indptr
+    # Absent entries are 0 and kept values positive, so the minimum keeps mutual pairs only.
+    # Row blocks against the same columns' transpose: a block's worth of temporary pairs,
+    # not a transposed copy of them all and a result sized for both.
+    inner = np.searchsorted(directed.indptr, np.linspace(0, directed.nnz, _MUTUAL_BLOCKS + 1))
+    bounds = np.unique(np.concatenate([[0], np.clip(inner, 0, n_rows), [n_rows]]))
+    weights = sp.vstack([directed[start:stop].minimum(directed[:, start:stop].T)
+                         for start, stop in zip(bounds[:-1], bounds[1:])], format="csr")
+    weights.eliminate_zeros()
+    return weights
+
+
+def _row_slices(indptr):
+    """(first, last) of consecutive slices of the rows at ``indptr`` with about
+    ``_PAIRS_AT_ONCE`` entries each (or one row with more)."""
+    n_rows = indptr.size - 1
+    bounds = np.unique(np.concatenate([
+        [0], np.searchsorted(indptr, np.arange(0, indptr[-1], _PAIRS_AT_ONCE), side="right"),
+        [n_rows]]))
+    return zip(bounds[:-1].tolist(), bounds[1:].tolist())
+
+
+def _vertex(rows, vertices):
+    """The vertices of ``rows`` (themselves when ``vertices`` is None)."""
+    return rows if vertices is None else vertices[rows]
+
+
+def _runs(ranked):
+    """Where each run of equal values of the sorted ``ranked`` starts, and its length."""
+    new_run = np.ones(ranked.size, dtype=bool)
+    new_run[1:] = ranked[1:] != ranked[:-1]
+    starts = np.flatnonzero(new_run)
+    return starts, np.diff(np.append(starts, ranked.size))
