@@ -66,7 +66,9 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
             full = counts[nonempty] >= n_neighbors
             rows = start + nonempty[full]
             threshold[rows] = np.minimum.reduceat(values, firsts)[full]
-            ties = np.where(values == threshold[sources], _vertex(targets, vertices), -1)
+            tied = np.flatnonzero(values == threshold[sources])
+            ties = np.full(values.size, -1, dtype=np.int64)
+            ties[tied] = _vertex(targets[tied], vertices)
             last_tie[rows] = np.maximum.reduceat(ties, firsts)[full]
         # An excluded row keeps candidates but is no one's: its pairs are not mutual.
         earlier = targets < sources
@@ -113,8 +115,9 @@ def _symmetric_weights(found, n_rows, index_dtype, vertices=None):
             pairs = slice(pair_of_row[first], pair_of_row[last])
             later = vertices[start + np.repeat(np.arange(first, last),
                                                later_counts[first:last])]
-            _scattered(free, indices, data, later, vertices[earlier[pairs]], values[pairs])
-            _scattered(free, indices, data, vertices[earlier[pairs]], later, values[pairs])
+            other = vertices[earlier[pairs]]
+            _scattered(free, indices, data, later, other, values[pairs])
+            _scattered(free, indices, data, other, later, values[pairs])
         start += later_counts.size
     weights = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_rows), copy=False)
     weights.sort_indices()  # a row's entries come in the search's order
