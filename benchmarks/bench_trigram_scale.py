@@ -48,6 +48,7 @@ Usage (from ``benchmarks/``)::
 """
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -388,6 +389,16 @@ def exact_top(features, columns, vertices, k):
     return top
 
 
+def graph_digest(weights):
+    """The graph's fingerprint (its CSR arrays, read in place): the same on one machine and on
+    a cluster, or before and after a change that promises the same graph."""
+    digest = hashlib.sha256()
+    for array in (weights.indptr, weights.indices, weights.data):
+        digest.update(array.dtype.str.encode())
+        digest.update(np.ascontiguousarray(array))
+    return digest.hexdigest()[:16]
+
+
 def sampled_recall(features, weights, n_sample, seed=1):
     """Share of the sampled vertices' exact mutual edges that ``weights`` has, their number,
     and whether the graph's edges of the sampled vertices are exactly the oracle's."""
@@ -461,6 +472,7 @@ def child(args):
     stage("graph done", started)
     weights = sp.csr_matrix(graph.weights)
     n_types = graph.n_vertices
+    digest = graph_digest(weights)
     del graph
     window, vertex_of_occurrence, _, words, names = occurrences(text, "word.lower")
     del text
@@ -476,7 +488,8 @@ def child(args):
         "ef_search": args.ef_search, "seconds": seconds, "peak_rss_mb": graph_peak,
         "process_peak_rss_mb": peak, "text_rss_mb": text_rss, "text_peak_mb": text_peak,
         "generation_seconds": generated,
-        "edges": int(weights.nnz // 2), "recall": recall, "sampled_edges": n_edges,
+        "edges": int(weights.nnz // 2), "graph_sha256": digest,
+        "recall": recall, "sampled_edges": n_edges,
         "oracle_agrees": bool(agrees), "recall_seconds": time.perf_counter() - recall_started,
         "features": list(features.shape), "nnz": int(features.nnz)}))
 
