@@ -476,8 +476,8 @@ def child(args):
     del graph
     window, vertex_of_occurrence, _, words, names = occurrences(text, "word.lower")
     del text
-    features = pmi_features(window, vertex_of_occurrence, len(names), words,
-                            _trigram._frequent_endings(words[:-2]))
+    features, _ = pmi_features(window, vertex_of_occurrence, len(names), words,
+                               _trigram._frequent_endings(words[:-2]))
     del window, vertex_of_occurrence, names
     recall_started = time.perf_counter()
     recall, n_edges, agrees = sampled_recall(features, weights, args.sample)

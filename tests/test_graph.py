@@ -225,25 +225,35 @@ def test_threads_search_at_most_two_blocks_each_ahead_of_the_matching():
     assert sorted(searched) == list(range(40))
 
 
-def test_common_columns_split_off_leave_the_rest_of_each_row_but_its_own_columns():
-    # Columns one row has (7 of them here) add only to a row's product with itself: left out,
-    # the products of two rows are those of every column, bit for bit.
-    own = sp.csr_matrix((1.0 + np.arange(7), (np.arange(0, 70, 10), np.arange(7))),
-                        shape=(200, 7))
-    rows = sp.hstack([sp.random(200, 53, density=0.1, random_state=3), own], format="csr")
-    counts = np.bincount(rows.indices, minlength=60)
-    is_common, is_own = counts > 20, counts == 1
-    assert 0 < is_common.sum() < 40 and is_own.sum() == 7
-    rare, common = _search._split_common_columns(rows, 20)
-    np.testing.assert_array_equal(common.toarray(), rows.toarray()[:, is_common])
-    np.testing.assert_array_equal(rare.toarray(), rows.toarray()[:, ~is_common & ~is_own])
-    assert rare.has_canonical_format
-    uncommon = rows[:, np.flatnonzero(~is_common)]
-    off_diagonal = ~np.eye(200, dtype=bool)
-    assert np.array_equal((rare @ rare.T).toarray()[off_diagonal],
+def test_pmi_columns_in_parts_leave_the_rest_of_each_row_but_its_own_columns():
+    # Columns one type has add only to a type's product with itself: left out, the products
+    # of two types are those of every column, bit for bit; the columns more than max_count
+    # types have come apart, and every entry keeps its value over the whole row's length.
+    rng = np.random.default_rng(70)
+    sentences = random_sentences(rng, 80, ["the", "cats", "dogs", "sat", "walked", "a", "on",
+                                           "ran", "sings", "."])
+    window, vertex_of, _, words, names = _trigram._trigram_occurrences(sentences, "word.lower")
+    suffixes = ["s", "ed"]
+    full, no_common = _trigram._pmi_features(window, vertex_of, len(names), words, suffixes)
+    assert no_common is None
+    np.testing.assert_allclose(sp.linalg.norm(full, axis=1), 1.0, rtol=1e-12)
+    n_types = np.bincount(full.indices, minlength=full.shape[1])
+    is_common, is_own = n_types > 20, n_types == 1
+    assert 0 < is_common.sum() < (n_types > 1).sum() and is_own.sum() > 10
+    rows, common = _trigram._pmi_features(window, vertex_of, len(names), words, suffixes, 20)
+    for part, columns in ((rows, ~is_common & ~is_own), (common, is_common)):
+        expected = full[:, np.flatnonzero(columns)]
+        expected.sort_indices()
+        assert part.shape == expected.shape and part.has_sorted_indices
+        for name in ("indptr", "indices", "data"):
+            assert np.array_equal(getattr(part, name), getattr(expected, name))
+    uncommon = full[:, np.flatnonzero(~is_common)]
+    off_diagonal = ~np.eye(len(names), dtype=bool)
+    assert np.array_equal((rows @ rows.T).toarray()[off_diagonal],
                           (uncommon @ uncommon.T).toarray()[off_diagonal])
-    rare, common = _search._split_common_columns(rows, 200)
-    assert common is None and rare.shape == (200, 60 - 7)
+    rows, common = _trigram._pmi_features(window, vertex_of, len(names), words, suffixes,
+                                          len(names))
+    assert common is None and rows.shape == (len(names), (~is_own).sum())
 
 
 @pytest.mark.parametrize("dense", [True, False])
@@ -418,7 +428,7 @@ def test_pmi_of_a_hand_computed_case():
     # The module's row of that type is the same vector scaled to unit length.
     window, vertex_of, _, words, names = _trigram._trigram_occurrences(
         [["a", "b"], ["a", "c"]], "word.lower")
-    features = _trigram._pmi_features(window, vertex_of, len(names), words, None)
+    features, _ = _trigram._pmi_features(window, vertex_of, len(names), words, None)
     row = features[names.index(("<s>", "a", "b"))].data
     expected = np.array(list(vector.values()))
     np.testing.assert_allclose(np.sort(row), np.sort(expected / np.linalg.norm(expected)))
@@ -571,6 +581,34 @@ def test_rows_searched_in_another_order_give_the_same_graph(monkeypatch, dense_e
     by_row = _search._mutual_knn(rows[vertices], 5, 700, common_rows=common[vertices])
     row_of_vertex = np.argsort(vertices)
     assert (by_row[row_of_vertex][:, row_of_vertex] != in_order).nnz > 0
+
+
+@pytest.mark.parametrize("write_ranges", [1, 3, 8])
+def test_symmetric_weights_written_a_range_of_rows_at_a_time(monkeypatch, write_ranges):
+    # Mutual pairs in pieces of consecutive rows, written at their vertices (rows in another
+    # order) one range of rows after another and a few at a time: the matrix with both
+    # entries of every pair, bit for bit, and the pieces all let go.
+    monkeypatch.setattr(_mutual, "_WRITE_RANGES", write_ranges)
+    few_pairs_at_once(monkeypatch, 7)
+    rng = np.random.default_rng(60)
+    n_rows = 50
+    upper = np.triu(rng.random((n_rows, n_rows)) < 0.2, 1) * rng.random((n_rows, n_rows))
+    later, earlier = np.nonzero(upper.T)  # by later row
+    values = upper.T[later, earlier]
+    counts = np.bincount(later, minlength=n_rows).astype(np.int32)
+    found = [(counts[first:last], earlier[(later >= first) & (later < last)].astype(np.int32),
+              values[(later >= first) & (later < last)])
+             for first, last in [(0, 20), (20, 35), (35, 50)]]
+    vertices = rng.permutation(n_rows)
+    weights = _mutual._symmetric_weights(found, n_rows, np.int32, vertices)
+    rows = np.concatenate([vertices[later], vertices[earlier]])
+    columns = np.concatenate([vertices[earlier], vertices[later]])
+    expected = sp.csr_matrix((np.concatenate([values, values]), (rows, columns)),
+                             shape=(n_rows, n_rows))
+    expected.sort_indices()
+    assert found == [] and weights.has_sorted_indices and weights.nnz == 2 * values.size
+    for name in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(weights, name), getattr(expected, name))
 
 
 @pytest.mark.parametrize("with_excluded", [False, True])

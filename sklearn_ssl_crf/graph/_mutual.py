@@ -11,7 +11,7 @@ _MUTUAL_BLOCKS = 16
 
 # Pairs handled at once: the common features' term (`_common_terms`: two sparse matrices
 # of this many rows at a time), the graph's assembly (`_symmetric_weights`), and the feature
-# entries counted at once when blocks are sized and common columns split off (`_row_sums`).
+# entries counted at once when blocks are sized (`_row_sums`).
 _PAIRS_AT_ONCE = 2**20
 
 
@@ -21,6 +21,12 @@ _PAIRS_AT_ONCE = 2**20
 # sentences) stay in the heap after they are let go (the graph of 3x10^5 sentences in the
 # rows' own order peaked at 3.9 GB with them, 3.4 GB with these).
 _PAIRS_HELD_TOGETHER = 2**24
+
+
+# The symmetric graph is written in this many ranges of rows, one after the other
+# (`_symmetric_weights`); the pairs between two ranges (a 32nd of them, 100 MB at 10^6
+# sentences) are each one mapped allocation.
+_WRITE_RANGES = 8
 
 
 def _assembled(pairs):
@@ -92,12 +98,13 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
 
 def _symmetric_weights(found, n_rows, index_dtype, vertices=None):
     """The CSR matrix with both (v, u) and (u, v) of each pair of ``found``
-    (`_matched_as_they_come`; the list is emptied), of the rows' ``vertices``, written in
-    place a piece at a time, each piece let go once written: the result and the pairs not
-    yet written are the only large arrays. In the rows' own order the result's pages fill
-    as the pieces go; at ``vertices`` in another order its writes land all over it from
-    the first pieces on, so the pairs are held beside it (2.5 GB at 10^6 sentences)."""
-    vertices = np.arange(n_rows) if vertices is None else vertices
+    (`_matched_as_they_come`; the list is emptied), of the rows' ``vertices``, written one
+    range of rows after another (`_by_ranges`): a range's part of the result is written
+    only in its turn, and the pairs both of whose rows' ranges are written are let go, so
+    that the result is never whole beside all the pairs (at ``vertices`` in another order
+    than the rows' every piece of pairs writes all over it: 2.5 GB of pairs beside 5 GB at
+    10^6 sentences)."""
+    vertices = (np.arange(n_rows) if vertices is None else vertices).astype(index_dtype)
     counts = np.zeros(n_rows, dtype=np.int64)
     counts[vertices] = np.concatenate([later_counts for later_counts, _, _ in found])
     for _, earlier, _ in found:
@@ -108,22 +115,75 @@ def _symmetric_weights(found, n_rows, index_dtype, vertices=None):
     indices = np.empty(indptr[-1], dtype=index_dtype)
     data = np.empty(indptr[-1])
     free = indptr[:-1].astype(np.int64)  # each vertex's next free place
-    start = 0
-    found.reverse()
-    while found:
-        later_counts, earlier, values = found.pop()
-        pair_of_row = np.concatenate([[0], np.cumsum(later_counts)])
-        for first, last in _row_slices(pair_of_row):
-            pairs = slice(pair_of_row[first], pair_of_row[last])
-            later = vertices[start + np.repeat(np.arange(first, last),
-                                               later_counts[first:last])]
-            other = vertices[earlier[pairs]]
-            _scattered(free, indices, data, later, other, values[pairs])
-            _scattered(free, indices, data, other, later, values[pairs])
-        start += later_counts.size
+    # Ranges of vertices with about as many entries each.
+    bounds = np.searchsorted(indptr, np.linspace(0, indptr[-1], _WRITE_RANGES + 1)[1:-1])
+    range_of = np.repeat(np.arange(_WRITE_RANGES, dtype=np.int8),
+                         np.diff(np.concatenate([[0], bounds, [n_rows]])))
+    buckets = _by_ranges(found, vertices, range_of, index_dtype)
+    for turn in range(_WRITE_RANGES):
+        for (low_range, high_range), pairs in sorted(buckets.items()):
+            for first in range(0, pairs.size, _PAIRS_AT_ONCE):
+                some = pairs[first:first + _PAIRS_AT_ONCE]
+                if low_range == turn:
+                    _scattered(free, indices, data, some["low"], some["high"], some["value"])
+                if high_range == turn:
+                    _scattered(free, indices, data, some["high"], some["low"], some["value"])
+            if high_range == turn:
+                del buckets[low_range, high_range]
     weights = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_rows), copy=False)
-    weights.sort_indices()  # a row's entries come in the search's order
+    weights.sort_indices()  # a row's entries come in the order they were written
     return weights
+
+
+def _by_ranges(found, vertices, range_of, index_dtype):
+    """The pairs of ``found`` (emptied, each piece let go once read) by the ranges of their
+    vertices (``range_of``): a dict from (low range, high range) to an array of the pairs
+    ("low": the vertex in the low range, "high", "value"), each bucket one allocation
+    (large ones are mapped apart from the heap, so given back to the system when let go)."""
+    pair_dtype = np.dtype([("low", index_dtype), ("high", index_dtype), ("value", np.float64)])
+    starts = np.cumsum([0] + [later_counts.size for later_counts, _, _ in found]).tolist()
+    sizes = np.zeros(_WRITE_RANGES**2, dtype=np.int64)
+    for piece, start in zip(found, starts):
+        for later, other, _ in _pair_slices(piece, start, vertices):
+            sizes += np.bincount(_range_key(later, other, range_of), minlength=sizes.size)
+    buckets = {divmod(key, _WRITE_RANGES): np.empty(size, dtype=pair_dtype)
+               for key, size in enumerate(sizes.tolist()) if size}
+    filled = dict.fromkeys(buckets, 0)
+    found.reverse()
+    for start in starts[:-1]:
+        for later, other, values in _pair_slices(found.pop(), start, vertices):
+            key = _range_key(later, other, range_of)
+            is_low = range_of[later] <= range_of[other]
+            low, high = np.where(is_low, later, other), np.where(is_low, other, later)
+            order = np.argsort(key, kind="stable")
+            run_starts, run_lengths = _runs(key[order])
+            for run_start, length in zip(run_starts.tolist(), run_lengths.tolist()):
+                taken = order[run_start:run_start + length]
+                bucket = divmod(int(key[taken[0]]), _WRITE_RANGES)
+                place = slice(filled[bucket], filled[bucket] + length)
+                buckets[bucket]["low"][place] = low[taken]
+                buckets[bucket]["high"][place] = high[taken]
+                buckets[bucket]["value"][place] = values[taken]
+                filled[bucket] += length
+    return buckets
+
+
+def _pair_slices(piece, start, vertices):
+    """The later row's vertex, the earlier row's and the value of each pair of a piece of
+    ``found`` whose rows start at ``start``, about ``_PAIRS_AT_ONCE`` pairs at a time."""
+    later_counts, earlier, values = piece
+    pair_of_row = np.concatenate([[0], np.cumsum(later_counts)])
+    for first, last in _row_slices(pair_of_row):
+        pairs = slice(pair_of_row[first], pair_of_row[last])
+        later = vertices[start + np.repeat(np.arange(first, last), later_counts[first:last])]
+        yield later, vertices[earlier[pairs]], values[pairs]
+
+
+def _range_key(later, other, range_of):
+    """Each pair's bucket, low range * _WRITE_RANGES + high range (an int8:
+    _WRITE_RANGES**2 <= 128)."""
+    first, second = range_of[later], range_of[other]
+    return np.minimum(first, second) * np.int8(_WRITE_RANGES) + np.maximum(first, second)
 
 
 def _scattered(free, indices, data, rows, columns, values):

@@ -315,31 +315,6 @@ def _search_block(search, start, stop):
     return search(start, stop)
 
 
-def _split_common_columns(rows, max_count):
-    """Sparse ``rows`` as two parts whose products of two rows are ``rows``': the entries of
-    the columns that 2 to ``max_count`` rows have (those columns alone, in order), and those
-    of the columns more rows have (the same), or None when there are none. A column only one
-    row has adds to no product of two rows, only to a row's own, which no search uses: left
-    out, it halves a trigram graph's features and their transpose (3 GB at 10^6 sentences)
-    and leaves every other product the same, bit for bit (the same terms, added in the same
-    order)."""
-    rows = sp.csr_matrix(rows)
-    counts = np.bincount(rows.indices, minlength=rows.shape[1])
-    is_common = counts > max_count
-    common = rows[:, np.flatnonzero(is_common)] if is_common.any() else None
-    is_shared = (counts > 1) & ~is_common
-    del counts
-    column = np.cumsum(is_shared, dtype=rows.indices.dtype) - 1
-    # Each row's kept count summed a slice of rows at a time: no running count over every
-    # entry (a copy of the indices in int64, 2 GB at 10^6 sentences).
-    indptr = np.zeros_like(rows.indptr)
-    np.cumsum(_row_sums(rows, is_shared).astype(indptr.dtype), out=indptr[1:])
-    keep = is_shared[rows.indices]
-    shared = sp.csr_matrix((rows.data[keep], column[rows.indices[keep]], indptr),
-                           shape=(rows.shape[0], np.count_nonzero(is_shared)))
-    return shared, common
-
-
 def _common_terms(common_rows, sources, targets):
     """``common_rows[u] @ common_rows[v]`` of the pairs (u, v) of ``sources`` and
     ``targets``, a few pairs at a time."""

@@ -17,7 +17,7 @@ from ..utils import SequenceMatrix
 from ._approximate import approximate_knn_weights
 from ._mutual import _assembled
 from ._pmi import _pmi_features, _tuple_keys
-from ._search import _check_positive_int, _mutual_pairs, _split_common_columns
+from ._search import _check_positive_int, _mutual_pairs
 from ._similarity_graph import SimilarityGraph, _token_positions
 
 # A number: digits with an optional sign and separators ("-2", "1,000.5", "3/4", "10:30",
@@ -176,7 +176,7 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
         suffixes = _frequent_endings(words[:-2])
     if algorithm == "auto":
         algorithm = "pruned" if len(names) >= PRUNED_FROM else "exact"
-    vertices = None
+    vertices, most = None, None
     if algorithm == "pruned":
         # The rows searched in order of their trigrams' words: the types that share a
         # feature lie in a few runs of rows, which a block's sparse products sum into
@@ -186,15 +186,13 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
         row_of_vertex = np.empty_like(vertices)
         row_of_vertex[vertices] = np.arange(vertices.size)
         vertex_of_occurrence = row_of_vertex[vertex_of_occurrence]
-    features = _pmi_features(window, vertex_of_occurrence, len(names), words, suffixes)
+        most = max_df if isinstance(max_df, int) else math.ceil(max_df * len(names))
+    features, common = _pmi_features(window, vertex_of_occurrence, len(names), words,
+                                     suffixes, most)
     del window, vertex_of_occurrence
     if algorithm == "hnsw":
         weights = approximate_knn_weights(features, n_neighbors)
     else:
-        common = None
-        if algorithm == "pruned":
-            most = max_df if isinstance(max_df, int) else math.ceil(max_df * len(names))
-            features, common = _split_common_columns(features, most)
         pairs = _mutual_pairs(features, n_neighbors, max_block_entries, common_rows=common,
                               n_threads=n_threads, vertices=vertices)
         del features, common  # not held while the pairs become the graph
