@@ -474,11 +474,11 @@ def child(args):
     n_types = graph.n_vertices
     digest = graph_digest(weights)
     del graph
-    window, vertex_of_occurrence, _, words, names = occurrences(text, "word.lower")
+    window, vertex_of_occurrence, _, words, name_codes = occurrences(text, "word.lower")
     del text
-    features, _ = pmi_features(window, vertex_of_occurrence, len(names), words,
+    features, _ = pmi_features(window, vertex_of_occurrence, name_codes.shape[1], words,
                                _trigram._frequent_endings(words[:-2]))
-    del window, vertex_of_occurrence, names
+    del window, vertex_of_occurrence, name_codes
     recall_started = time.perf_counter()
     recall, n_edges, agrees = sampled_recall(features, weights, args.sample)
     stage("recall done", started)

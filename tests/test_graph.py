@@ -232,7 +232,9 @@ def test_pmi_columns_in_parts_leave_the_rest_of_each_row_but_its_own_columns():
     rng = np.random.default_rng(70)
     sentences = random_sentences(rng, 80, ["the", "cats", "dogs", "sat", "walked", "a", "on",
                                            "ran", "sings", "."])
-    window, vertex_of, _, words, names = _trigram._trigram_occurrences(sentences, "word.lower")
+    window, vertex_of, _, words, name_codes = _trigram._trigram_occurrences(sentences,
+                                                                            "word.lower")
+    names = _trigram._vertex_names(name_codes, words)
     suffixes = ["s", "ed"]
     full, no_common = _trigram._pmi_features(window, vertex_of, len(names), words, suffixes)
     assert no_common is None
@@ -426,8 +428,9 @@ def test_pmi_of_a_hand_computed_case():
     assert vector[("w2", ("a",))] == pytest.approx(math.log(4 * 1 / (2 * 1)))
     assert vector[("w13", ("<s>", "b"))] == pytest.approx(math.log(4))
     # The module's row of that type is the same vector scaled to unit length.
-    window, vertex_of, _, words, names = _trigram._trigram_occurrences(
+    window, vertex_of, _, words, name_codes = _trigram._trigram_occurrences(
         [["a", "b"], ["a", "c"]], "word.lower")
+    names = _trigram._vertex_names(name_codes, words)
     features, _ = _trigram._pmi_features(window, vertex_of, len(names), words, None)
     row = features[names.index(("<s>", "a", "b"))].data
     expected = np.array(list(vector.values()))

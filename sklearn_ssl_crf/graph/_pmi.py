@@ -31,7 +31,7 @@ def _pmi_features(window, vertex_of_occurrence, n_vertices, words, suffixes, max
     columns 2 to ``max_count`` types have are ``rows``, each part's columns in order, and
     the columns only one type has are left out: they add only to a type's product with
     itself, which no search uses, so every product of two types is the same sum, in the same
-    order, as over all the columns (at 10^6 sentences they are 45 % of the entries). The
+    order, as over all the columns (at 3x10^5 sentences, 46 % of the entries). The
     rows are scaled by their lengths over all the columns.
 
     The pairs (type, feature) are counted one template at a time, twice: first for the
@@ -45,7 +45,7 @@ def _pmi_features(window, vertex_of_occurrence, n_vertices, words, suffixes, max
     most = max(n_vertices, n_templates * vertex_of_occurrence.size)
     index_dtype = np.int32 if most < 2**31 else np.int64
     type_counts = np.bincount(vertex_of_occurrence, minlength=n_vertices)
-    parts = [_Part(n_vertices), _Part(n_vertices)]
+    parts = [_Part(n_vertices) for _ in range(1 if max_count is None else 2)]
     for row, column, _, feature_counts in _template_pairs(window, vertex_of_occurrence, words,
                                                           suffixes):
         part_of_column = _column_parts(column, feature_counts.size, max_count)
@@ -73,8 +73,8 @@ def _pmi_features(window, vertex_of_occurrence, n_vertices, words, suffixes, max
         del row, column, counts, value
     lengths = np.sqrt(squared_lengths)
     lengths[squared_lengths == 0] = 1.0  # an all-zero row stays as it is
-    rows, common = (part.scaled_matrix(lengths) for part in parts)
-    return rows, (common if max_count is not None and common.shape[1] else None)
+    rows, *common = (part.scaled_matrix(lengths) for part in parts)
+    return rows, (common[0] if common and common[0].shape[1] else None)
 
 
 def _column_parts(column, n_features, max_count):

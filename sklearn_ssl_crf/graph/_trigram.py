@@ -168,26 +168,27 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
                          f"{algorithm!r}")
     max_df = _check_max_df(max_df)
     n_threads = _n_threads(n_jobs)
-    window, vertex_of_occurrence, token_vertices, words, names = _trigram_occurrences(
+    window, vertex_of_occurrence, token_vertices, words, name_codes = _trigram_occurrences(
         X, word_key)
-    if not names:  # all punctuation: no vertices
-        return SimilarityGraph(sp.csr_matrix((0, 0)), token_vertices, names)
+    n_vertices = name_codes.shape[1]
+    if not n_vertices:  # all punctuation: no vertices
+        return SimilarityGraph(sp.csr_matrix((0, 0)), token_vertices, [])
     if auto_suffixes:
         suffixes = _frequent_endings(words[:-2])
     if algorithm == "auto":
-        algorithm = "pruned" if len(names) >= PRUNED_FROM else "exact"
+        algorithm = "pruned" if n_vertices >= PRUNED_FROM else "exact"
     vertices, most = None, None
     if algorithm == "pruned":
         # The rows searched in order of their trigrams' words: the types that share a
         # feature lie in a few runs of rows, which a block's sparse products sum into
         # (over 4.3 million types at 3x10^5 sentences, the products took half the time
         # they took in order of first appearance). The graph is the same (`_mutual_pairs`).
-        vertices = _by_words(window, vertex_of_occurrence, len(names))
+        vertices = _by_words(window, vertex_of_occurrence, n_vertices)
         row_of_vertex = np.empty_like(vertices)
         row_of_vertex[vertices] = np.arange(vertices.size)
         vertex_of_occurrence = row_of_vertex[vertex_of_occurrence]
-        most = max_df if isinstance(max_df, int) else math.ceil(max_df * len(names))
-    features, common = _pmi_features(window, vertex_of_occurrence, len(names), words,
+        most = max_df if isinstance(max_df, int) else math.ceil(max_df * n_vertices)
+    features, common = _pmi_features(window, vertex_of_occurrence, n_vertices, words,
                                      suffixes, most)
     del window, vertex_of_occurrence
     if algorithm == "hnsw":
@@ -197,7 +198,7 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
                               n_threads=n_threads, vertices=vertices)
         del features, common  # not held while the pairs become the graph
         weights = _assembled(pairs)
-    return SimilarityGraph._built(weights, token_vertices, names)
+    return SimilarityGraph._built(weights, token_vertices, _vertex_names(name_codes, words))
 
 
 def _by_words(window, vertex_of_occurrence, n_vertices):
@@ -281,8 +282,8 @@ def _trigram_occurrences(X, word_key):
         -1 for punctuation-centred tokens.
     words : list of str
         The word of each code, the padding words last.
-    names : list of tuple
-        The trigram of each vertex.
+    name_codes : ndarray of shape (3, n_vertices)
+        The word codes of the trigram of each vertex (`_vertex_names`).
     """
     codes, words, offsets = _read_words(X, word_key)
     words = words + [_START, _END]
@@ -297,10 +298,14 @@ def _trigram_occurrences(X, word_key):
     vertex_of_occurrence = rank[inverse.ravel()]
     token_vertices = np.full(codes.size, -1, dtype=np.int64)
     token_vertices[has_vertex] = vertex_of_occurrence
+    return window, vertex_of_occurrence, token_vertices, words, window[1:4, first[order]]
+
+
+def _vertex_names(name_codes, words):
+    """The trigram of each vertex, as a tuple of words: made once the graph is, since as
+    Python objects they are 1 GB at 10^6 sentences (as codes, 0.15 GB)."""
     word_array = np.array(words, dtype=object)
-    first_window = window[1:4, first[order]]
-    names = list(zip(*(word_array[codes_at].tolist() for codes_at in first_window)))
-    return window, vertex_of_occurrence, token_vertices, words, names
+    return list(zip(*(word_array[codes].tolist() for codes in name_codes)))
 
 
 def _read_words(X, word_key):
