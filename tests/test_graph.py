@@ -586,12 +586,14 @@ def test_rows_searched_in_another_order_give_the_same_graph(monkeypatch, dense_e
     assert (by_row[row_of_vertex][:, row_of_vertex] != in_order).nnz > 0
 
 
-@pytest.mark.parametrize("write_ranges", [1, 3, 8])
-def test_symmetric_weights_written_a_range_of_rows_at_a_time(monkeypatch, write_ranges):
+@pytest.mark.parametrize("pairs_in_a_bucket, write_ranges", [(10**9, 1), (30, 2), (1, 8)])
+def test_symmetric_weights_written_a_range_of_rows_at_a_time(monkeypatch, pairs_in_a_bucket,
+                                                             write_ranges):
     # Mutual pairs in pieces of consecutive rows, written at their vertices (rows in another
-    # order) one range of rows after another and a few at a time: the matrix with both
-    # entries of every pair, bit for bit, and the pieces all let go.
-    monkeypatch.setattr(_mutual, "_WRITE_RANGES", write_ranges)
+    # order) one range of rows after another (or straight from the pieces) and a few at a
+    # time: the matrix with both entries of every pair, bit for bit, and the pieces all let
+    # go.
+    monkeypatch.setattr(_mutual, "_PAIRS_IN_A_BUCKET", pairs_in_a_bucket)
     few_pairs_at_once(monkeypatch, 7)
     rng = np.random.default_rng(60)
     n_rows = 50
@@ -603,6 +605,7 @@ def test_symmetric_weights_written_a_range_of_rows_at_a_time(monkeypatch, write_
               values[(later >= first) & (later < last)])
              for first, last in [(0, 20), (20, 35), (35, 50)]]
     vertices = rng.permutation(n_rows)
+    assert _mutual._write_ranges(values.size) == write_ranges
     weights = _mutual._symmetric_weights(found, n_rows, np.int32, vertices)
     rows = np.concatenate([vertices[later], vertices[earlier]])
     columns = np.concatenate([vertices[earlier], vertices[later]])

@@ -1,6 +1,8 @@
 """The mutual pairs among the k best of each row that the search keeps (`_search`), and the
 symmetric weights they make, written a piece of pairs at a time."""
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -23,10 +25,13 @@ _PAIRS_AT_ONCE = 2**20
 _PAIRS_HELD_TOGETHER = 2**24
 
 
-# The symmetric graph is written in this many ranges of rows, one after the other
-# (`_symmetric_weights`); the pairs between two ranges (a 32nd of them, 100 MB at 10^6
-# sentences) are each one mapped allocation.
-_WRITE_RANGES = 8
+# The symmetric graph is written in ranges of rows, one after the other, from the pairs
+# bucketed by the ranges of their ends (`_write_ranges`): at most this many ranges (each
+# pair's bucket is an int8), and about as many that each bucket holds at least
+# ``_PAIRS_IN_A_BUCKET`` pairs, 32 MB: arrays as large are mapped apart from the heap, so
+# given back once written (at 10^6 sentences, 8 ranges; below about 10^5, one).
+_MOST_WRITE_RANGES = 8
+_PAIRS_IN_A_BUCKET = 2**21
 
 
 def _assembled(pairs):
@@ -98,12 +103,9 @@ def _matched_as_they_come(pieces, n_rows, n_neighbors, min_similarity, excluded,
 
 def _symmetric_weights(found, n_rows, index_dtype, vertices=None):
     """The CSR matrix with both (v, u) and (u, v) of each pair of ``found``
-    (`_matched_as_they_come`; the list is emptied), of the rows' ``vertices``, written one
-    range of rows after another (`_by_ranges`): a range's part of the result is written
-    only in its turn, and the pairs both of whose rows' ranges are written are let go, so
-    that the result is never whole beside all the pairs (at ``vertices`` in another order
-    than the rows' every piece of pairs writes all over it: 2.5 GB of pairs beside 5 GB at
-    10^6 sentences)."""
+    (`_matched_as_they_come`; the list is emptied), of the rows' ``vertices``, written in
+    place (`_entries_in_turn`): the result and the pairs not yet written are the only large
+    arrays."""
     vertices = (np.arange(n_rows) if vertices is None else vertices).astype(index_dtype)
     counts = np.zeros(n_rows, dtype=np.int64)
     counts[vertices] = np.concatenate([later_counts for later_counts, _, _ in found])
@@ -115,51 +117,77 @@ def _symmetric_weights(found, n_rows, index_dtype, vertices=None):
     indices = np.empty(indptr[-1], dtype=index_dtype)
     data = np.empty(indptr[-1])
     free = indptr[:-1].astype(np.int64)  # each vertex's next free place
-    # Ranges of vertices with about as many entries each.
-    bounds = np.searchsorted(indptr, np.linspace(0, indptr[-1], _WRITE_RANGES + 1)[1:-1])
-    range_of = np.repeat(np.arange(_WRITE_RANGES, dtype=np.int8),
-                         np.diff(np.concatenate([[0], bounds, [n_rows]])))
-    buckets = _by_ranges(found, vertices, range_of, index_dtype)
-    for turn in range(_WRITE_RANGES):
-        for (low_range, high_range), pairs in sorted(buckets.items()):
-            for first in range(0, pairs.size, _PAIRS_AT_ONCE):
-                some = pairs[first:first + _PAIRS_AT_ONCE]
-                if low_range == turn:
-                    _scattered(free, indices, data, some["low"], some["high"], some["value"])
-                if high_range == turn:
-                    _scattered(free, indices, data, some["high"], some["low"], some["value"])
-            if high_range == turn:
-                del buckets[low_range, high_range]
+    for rows, columns, values in _entries_in_turn(found, vertices, indptr, index_dtype):
+        _scattered(free, indices, data, rows, columns, values)
     weights = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_rows), copy=False)
     weights.sort_indices()  # a row's entries come in the order they were written
     return weights
 
 
-def _by_ranges(found, vertices, range_of, index_dtype):
+def _entries_in_turn(found, vertices, indptr, index_dtype):
+    """The entries (rows, columns, values) of both directions of the pairs of ``found``
+    (emptied, each piece let go once read), about ``_PAIRS_AT_ONCE`` at a time, for the
+    CSR matrix of ``indptr``: those of one range of its rows after another (ranges of about
+    as many entries, `_write_ranges` of them), and each bucket of pairs let go once both its
+    ranges are written (`_by_ranges`). At ``vertices`` in another order than the rows' each
+    piece of pairs writes all over the result, so, written a piece at a time, the result
+    was whole beside all the pairs (2.5 GB of them beside 5 GB at 10^6 sentences)."""
+    n_rows = indptr.size - 1
+    n_ranges = _write_ranges(int(indptr[-1]) // 2)
+    if n_ranges == 1:  # one bucket: the pieces themselves
+        starts = np.cumsum([0] + [later_counts.size for later_counts, _, _ in found]).tolist()
+        found.reverse()
+        for start in starts[:-1]:
+            for later, other, values in _pair_slices(found.pop(), start, vertices):
+                yield later, other, values
+                yield other, later, values
+        return
+    bounds = np.searchsorted(indptr, np.linspace(0, indptr[-1], n_ranges + 1)[1:-1])
+    range_of = np.repeat(np.arange(n_ranges, dtype=np.int8),
+                         np.diff(np.concatenate([[0], bounds, [n_rows]])))
+    buckets = _by_ranges(found, vertices, range_of, n_ranges, index_dtype)
+    for turn in range(n_ranges):
+        for (low_range, high_range), pairs in sorted(buckets.items()):
+            for first in range(0, pairs.size, _PAIRS_AT_ONCE):
+                some = pairs[first:first + _PAIRS_AT_ONCE]
+                if low_range == turn:
+                    yield some["low"], some["high"], some["value"]
+                if high_range == turn:
+                    yield some["high"], some["low"], some["value"]
+            if high_range == turn:
+                del buckets[low_range, high_range]
+
+
+def _write_ranges(n_pairs):
+    """How many ranges of rows the graph of ``n_pairs`` pairs is written in."""
+    return max(1, min(_MOST_WRITE_RANGES, math.isqrt(n_pairs // _PAIRS_IN_A_BUCKET)))
+
+
+def _by_ranges(found, vertices, range_of, n_ranges, index_dtype):
     """The pairs of ``found`` (emptied, each piece let go once read) by the ranges of their
     vertices (``range_of``): a dict from (low range, high range) to an array of the pairs
-    ("low": the vertex in the low range, "high", "value"), each bucket one allocation
-    (large ones are mapped apart from the heap, so given back to the system when let go)."""
+    ("low": the vertex in the low range, "high", "value"), each bucket one allocation."""
     pair_dtype = np.dtype([("low", index_dtype), ("high", index_dtype), ("value", np.float64)])
     starts = np.cumsum([0] + [later_counts.size for later_counts, _, _ in found]).tolist()
-    sizes = np.zeros(_WRITE_RANGES**2, dtype=np.int64)
+    sizes = np.zeros(n_ranges**2, dtype=np.int64)
     for piece, start in zip(found, starts):
         for later, other, _ in _pair_slices(piece, start, vertices):
-            sizes += np.bincount(_range_key(later, other, range_of), minlength=sizes.size)
-    buckets = {divmod(key, _WRITE_RANGES): np.empty(size, dtype=pair_dtype)
+            sizes += np.bincount(_range_key(later, other, range_of, n_ranges),
+                                 minlength=sizes.size)
+    buckets = {divmod(key, n_ranges): np.empty(size, dtype=pair_dtype)
                for key, size in enumerate(sizes.tolist()) if size}
     filled = dict.fromkeys(buckets, 0)
     found.reverse()
     for start in starts[:-1]:
         for later, other, values in _pair_slices(found.pop(), start, vertices):
-            key = _range_key(later, other, range_of)
+            key = _range_key(later, other, range_of, n_ranges)
             is_low = range_of[later] <= range_of[other]
             low, high = np.where(is_low, later, other), np.where(is_low, other, later)
             order = np.argsort(key, kind="stable")
             run_starts, run_lengths = _runs(key[order])
             for run_start, length in zip(run_starts.tolist(), run_lengths.tolist()):
                 taken = order[run_start:run_start + length]
-                bucket = divmod(int(key[taken[0]]), _WRITE_RANGES)
+                bucket = divmod(int(key[taken[0]]), n_ranges)
                 place = slice(filled[bucket], filled[bucket] + length)
                 buckets[bucket]["low"][place] = low[taken]
                 buckets[bucket]["high"][place] = high[taken]
@@ -179,11 +207,10 @@ def _pair_slices(piece, start, vertices):
         yield later, vertices[earlier[pairs]], values[pairs]
 
 
-def _range_key(later, other, range_of):
-    """Each pair's bucket, low range * _WRITE_RANGES + high range (an int8:
-    _WRITE_RANGES**2 <= 128)."""
+def _range_key(later, other, range_of, n_ranges):
+    """Each pair's bucket, low range * n_ranges + high range (an int8)."""
     first, second = range_of[later], range_of[other]
-    return np.minimum(first, second) * np.int8(_WRITE_RANGES) + np.maximum(first, second)
+    return np.minimum(first, second) * np.int8(n_ranges) + np.maximum(first, second)
 
 
 def _scattered(free, indices, data, rows, columns, values):

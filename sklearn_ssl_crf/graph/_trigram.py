@@ -91,7 +91,7 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
         ``max_df`` it kept 0.9995 of the exact graph's edges on the data folder's 35,157
         English sentences (555,160 types) in a third of the time, and built the graph of
         10^5 generated sentences (1.5 million types) in 41 s and of 10^6 (13 million
-        types, 208 million edges, 10 GB at its peak) in 14-15 minutes, in two threads
+        types, 208 million edges, 8.2 GB at its peak) in 14-15 minutes, in two threads
         (docs/benchmarks.md). 'hnsw' searches faiss's approximate index over the PMI rows
         reduced to 256 dimensions by truncated SVD, then scores the candidates exactly; no
         'auto' switches to it: the SVD keeps too little of the PMI rows' ranking (42-77 %
