@@ -29,7 +29,8 @@ _PAIRS_HELD_TOGETHER = 2**24
 # bucketed by the ranges of their ends (`_write_ranges`): at most this many ranges (each
 # pair's bucket is an int8), and about as many that each bucket holds at least
 # ``_PAIRS_IN_A_BUCKET`` pairs, 32 MB: arrays as large are mapped apart from the heap, so
-# given back once written (at 10^6 sentences, 8 ranges; below about 10^5, one).
+# given back once written (8 at 10^6 sentences, 3 at 10^5, and one below about 8
+# million pairs, 3x10^4 sentences).
 _MOST_WRITE_RANGES = 8
 _PAIRS_IN_A_BUCKET = 2**21
 
