@@ -136,12 +136,9 @@ def _entries_in_turn(found, vertices, indptr, index_dtype):
     n_rows = indptr.size - 1
     n_ranges = _write_ranges(int(indptr[-1]) // 2)
     if n_ranges == 1:  # one bucket: the pieces themselves
-        starts = np.cumsum([0] + [later_counts.size for later_counts, _, _ in found]).tolist()
-        found.reverse()
-        for start in starts[:-1]:
-            for later, other, values in _pair_slices(found.pop(), start, vertices):
-                yield later, other, values
-                yield other, later, values
+        for later, other, values in _pair_slices(found, vertices, let_go=True):
+            yield later, other, values
+            yield other, later, values
         return
     bounds = np.searchsorted(indptr, np.linspace(0, indptr[-1], n_ranges + 1)[1:-1])
     range_of = np.repeat(np.arange(n_ranges, dtype=np.int8),
@@ -169,43 +166,48 @@ def _by_ranges(found, vertices, range_of, n_ranges, index_dtype):
     vertices (``range_of``): a dict from (low range, high range) to an array of the pairs
     ("low": the vertex in the low range, "high", "value"), each bucket one allocation."""
     pair_dtype = np.dtype([("low", index_dtype), ("high", index_dtype), ("value", np.float64)])
-    starts = np.cumsum([0] + [later_counts.size for later_counts, _, _ in found]).tolist()
     sizes = np.zeros(n_ranges**2, dtype=np.int64)
-    for piece, start in zip(found, starts):
-        for later, other, _ in _pair_slices(piece, start, vertices):
-            sizes += np.bincount(_range_key(later, other, range_of, n_ranges),
-                                 minlength=sizes.size)
+    for later, other, _ in _pair_slices(found, vertices):
+        sizes += np.bincount(_range_key(later, other, range_of, n_ranges),
+                             minlength=sizes.size)
     buckets = {divmod(key, n_ranges): np.empty(size, dtype=pair_dtype)
                for key, size in enumerate(sizes.tolist()) if size}
     filled = dict.fromkeys(buckets, 0)
-    found.reverse()
-    for start in starts[:-1]:
-        for later, other, values in _pair_slices(found.pop(), start, vertices):
-            key = _range_key(later, other, range_of, n_ranges)
-            is_low = range_of[later] <= range_of[other]
-            low, high = np.where(is_low, later, other), np.where(is_low, other, later)
-            order = np.argsort(key, kind="stable")
-            run_starts, run_lengths = _runs(key[order])
-            for run_start, length in zip(run_starts.tolist(), run_lengths.tolist()):
-                taken = order[run_start:run_start + length]
-                bucket = divmod(int(key[taken[0]]), n_ranges)
-                place = slice(filled[bucket], filled[bucket] + length)
-                buckets[bucket]["low"][place] = low[taken]
-                buckets[bucket]["high"][place] = high[taken]
-                buckets[bucket]["value"][place] = values[taken]
-                filled[bucket] += length
+    for later, other, values in _pair_slices(found, vertices, let_go=True):
+        key = _range_key(later, other, range_of, n_ranges)
+        is_low = range_of[later] <= range_of[other]
+        low, high = np.where(is_low, later, other), np.where(is_low, other, later)
+        order = np.argsort(key, kind="stable")
+        run_starts, run_lengths = _runs(key[order])
+        for run_start, length in zip(run_starts.tolist(), run_lengths.tolist()):
+            taken = order[run_start:run_start + length]
+            bucket = divmod(int(key[taken[0]]), n_ranges)
+            place = slice(filled[bucket], filled[bucket] + length)
+            buckets[bucket]["low"][place] = low[taken]
+            buckets[bucket]["high"][place] = high[taken]
+            buckets[bucket]["value"][place] = values[taken]
+            filled[bucket] += length
     return buckets
 
 
-def _pair_slices(piece, start, vertices):
-    """The later row's vertex, the earlier row's and the value of each pair of a piece of
-    ``found`` whose rows start at ``start``, about ``_PAIRS_AT_ONCE`` pairs at a time."""
-    later_counts, earlier, values = piece
-    pair_of_row = np.concatenate([[0], np.cumsum(later_counts)])
-    for first, last in _row_slices(pair_of_row):
-        pairs = slice(pair_of_row[first], pair_of_row[last])
-        later = vertices[start + np.repeat(np.arange(first, last), later_counts[first:last])]
-        yield later, vertices[earlier[pairs]], values[pairs]
+def _pair_slices(found, vertices, let_go=False):
+    """The later row's vertex, the earlier row's and the value of each pair of the pieces
+    of ``found`` (consecutive rows from 0), about ``_PAIRS_AT_ONCE`` pairs at a time; with
+    ``let_go``, each piece is let go once read and the list is emptied."""
+    start = 0
+    for number in range(len(found)):
+        later_counts, earlier, values = found[number]
+        if let_go:
+            found[number] = None
+        pair_of_row = np.concatenate([[0], np.cumsum(later_counts)])
+        for first, last in _row_slices(pair_of_row):
+            pairs = slice(pair_of_row[first], pair_of_row[last])
+            later = vertices[start + np.repeat(np.arange(first, last),
+                                               later_counts[first:last])]
+            yield later, vertices[earlier[pairs]], values[pairs]
+        start += later_counts.size
+    if let_go:
+        found.clear()
 
 
 def _range_key(later, other, range_of, n_ranges):

@@ -49,9 +49,10 @@ def _pmi_features(window, vertex_of_occurrence, n_vertices, words, suffixes, max
     for row, column, _, feature_counts in _template_pairs(window, vertex_of_occurrence, words,
                                                           suffixes):
         part_of_column = _column_parts(column, feature_counts.size, max_count)
+        part_of_entry = part_of_column[column]
         for number, part in enumerate(parts):
-            part.count(row[part_of_column[column] == number], part_of_column == number)
-        del row, column, _  # not held while the next template is counted
+            part.count(row[part_of_entry == number], part_of_column == number)
+        del row, column, _, part_of_entry  # not held while the next template is counted
     for part in parts:
         part.allocate(index_dtype)
     log_total = np.log(vertex_of_occurrence.size)
@@ -66,11 +67,12 @@ def _pmi_features(window, vertex_of_occurrence, n_vertices, words, suffixes, max
         value -= np.log(type_counts[row])
         np.add.at(squared_lengths, row, value * value)
         part_of_column = _column_parts(column, feature_counts.size, max_count)
+        part_of_entry = part_of_column[column]
         for number, part in enumerate(parts):
-            in_part = part_of_column[column] == number
+            in_part = part_of_entry == number
             part.write(row[in_part], column[in_part], value[in_part],
                        part_of_column == number)
-        del row, column, counts, value
+        del row, column, counts, value, part_of_entry
     lengths = np.sqrt(squared_lengths)
     lengths[squared_lengths == 0] = 1.0  # an all-zero row stays as it is
     rows, *common = (part.scaled_matrix(lengths) for part in parts)
