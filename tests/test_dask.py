@@ -261,3 +261,31 @@ def test_a_fit_survives_lost_workers_with_the_same_model(client, monkeypatch):
     np.testing.assert_array_equal(survived.state_weights_, undisturbed.state_weights_)
     np.testing.assert_array_equal(survived.transition_weights_,
                                   undisturbed.transition_weights_)
+
+
+def test_graph_pr_folds_run_on_the_workers_with_the_one_process_model(client, monkeypatch):
+    """Graph-PR's selection (its data in the client): each fold is a task on a worker that
+    sums its chunks itself, so the client sends chunks to the cluster for the refit only,
+    as a fit without selection does; the one-process choice, fold scores and model."""
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 700)
+    X, y = make_sequences(240, features="dict", random_state=0)
+    y_partial = y[:30] + [None] * 210
+    params = dict(graph=word_graph(X), c1=0.0, c2=[0.1, 1.0], lam=[0.3, 1.0],
+                  em_iterations=3, cv=3, selection_unlabeled=100, random_state=0)
+    one = GraphPRCRF(n_jobs=1, **params).fit(X, y_partial)
+    sent = []
+    monkeypatch.setattr(_chunked, "_ClusterChunks",
+                        lambda chunks, client: sent.append(len(chunks))
+                        or _backends._ClusterChunks(chunks, client))
+    with parallel_config(backend="dask"):
+        cluster = GraphPRCRF(**params).fit(X, y_partial)
+        selection_sent, sent[:] = list(sent), []
+        settings = dict(params, **cluster.best_params_, em_iterations=cluster.n_iter_,
+                        early_stopping=False)
+        GraphPRCRF(**settings).fit(X, y_partial)
+    assert selection_sent == sent and len(sent) >= 1
+    assert one.best_params_ == cluster.best_params_
+    np.testing.assert_array_equal(one.cv_results_["mean_test_score"],
+                                  cluster.cv_results_["mean_test_score"])
+    np.testing.assert_array_equal(one.state_weights_, cluster.state_weights_)
+    assert one.transduction_ == cluster.transduction_

@@ -99,6 +99,44 @@ def test_kept_degrees_scale_each_kept_edge_by_its_ends_lost_degree(laplacian_cas
     np.testing.assert_allclose(scaled[1], plain[1], rtol=1e-13, atol=1e-15)
 
 
+@pytest.mark.parametrize("keep_degrees", [False, True])
+def test_laplacian_groups_are_the_vertices_with_a_token_or_a_seed(laplacian_case,
+                                                                   keep_degrees):
+    """Vertices 3 (its tokens taken away) and 6 have neither a token nor a seed: the
+    groups are the others, in order; on their sums the penalty is the whole graph's, its
+    Laplacian written out densely over all 7 vertices (zero averages where none)."""
+    weights, token_vertices, seed_sums, marginals = laplacian_case
+    token_vertices = np.where(token_vertices == 3, -1, token_vertices)
+    penalty = GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices, seed_sums,
+                                    keep_degrees=keep_degrees)
+    present = np.array([0, 1, 2, 4, 5])
+    np.testing.assert_array_equal(penalty.vertices, present)
+    assert penalty.n_groups == 5 and penalty.laplacian.shape == (5, 5)
+    np.testing.assert_array_equal(
+        penalty.token_groups,
+        np.where(token_vertices >= 0, np.searchsorted(present, token_vertices), -1))
+    sums = np.zeros((7, marginals.shape[1]))
+    np.add.at(sums, token_vertices[token_vertices >= 0], marginals[token_vertices >= 0])
+    counts = seed_sums.sum(axis=1) + np.bincount(token_vertices[token_vertices >= 0],
+                                                 minlength=7)
+    averages = np.divide(seed_sums + sums, counts[:, None], out=np.zeros_like(sums),
+                         where=counts[:, None] > 0)
+    mask = np.zeros(7)
+    mask[present] = 1.0
+    kept = weights * np.outer(mask, mask)
+    if keep_degrees:
+        root = np.sqrt(np.divide(weights.sum(axis=1), kept.sum(axis=1),
+                                 out=np.zeros(7), where=kept.sum(axis=1) > 0))
+        kept = kept * np.outer(root, root)
+    laplacian = np.diag(kept.sum(axis=1)) - kept
+    expected_gradient = 2 * np.divide(laplacian @ averages, counts[:, None],
+                                      out=np.zeros_like(sums), where=counts[:, None] > 0)
+    value, gradient = penalty.value_and_gradient(sums[present])
+    assert value == pytest.approx(np.vdot(averages, laplacian @ averages), rel=1e-12)
+    np.testing.assert_allclose(gradient, expected_gradient[present], rtol=1e-12)
+    assert not expected_gradient[[3, 6]].any() and np.abs(gradient).min() > 0
+
+
 def test_laplacian_is_zero_when_neighbours_agree():
     weights = sp.csr_matrix(_random_graph(4, 1.0, np.random.default_rng(1)))
     tokens = np.array([0, 1, 2, 3, 3])

@@ -605,6 +605,38 @@ def test_graph_pr_folds_run_on_a_weighted_sample_and_the_pools_graph(synthetic):
     assert sampled.transduction_ == refit.transduction_
 
 
+def test_graph_pr_fold_on_a_sample_holds_its_vertices_and_labels_its_held_out_by_them(
+        synthetic):
+    """A fold on a sample: the penalty's groups are the vertices of the fold's tokens only
+    (fewer than the graph's), and q labels each held-out sequence as it labels the same
+    sequence among the fold's unlabeled ones (the two are packed apart). The vertices are
+    numbered at random, so that a group's number is not its vertex's."""
+    X, y = synthetic
+    answer = answer_graph(X, y)
+    number = np.random.default_rng(0).permutation(answer.n_vertices)
+    old = np.argsort(number)
+    graph = SimilarityGraph(answer.weights[old][:, old], number[answer.token_vertices])
+    model = GraphPRCRF(graph=graph, selection_unlabeled=40, c1=0.0, c2=1.0, lam=1.0,
+                       random_state=4, cv=3)
+    problem = model._prepare(X, y[:30] + [None] * 270, None)
+    train, held = next(iter(model._splits(problem.labels)))
+    fold = model._fold(problem, train, sampled=True)
+    tokens = np.concatenate([np.arange(offset, offset + len(X[i])) for i in
+                             [*problem.labelled_index[train], *fold.unlabeled_index]
+                             for offset in [sum(map(len, X[:i]))]])
+    np.testing.assert_array_equal(fold.penalty.vertices,
+                                  np.setdiff1d(graph.token_vertices[tokens], [-1]))
+    assert fold.penalty.n_groups < graph.n_vertices
+    model._set_priors(fold, {"c1": 0.0, "c2": 1.0})
+    q = model._run(problem, train, None, {"lam": 1.0}, 2, None, fold).result.state
+    assert np.abs(q.offsets).max() > 0.1
+    labels = model._q_labels(fold.unlabeled, fold.layout, q)
+    held_index = problem.labelled_index[held]
+    positions = np.searchsorted(fold.unlabeled_index, held_index)
+    assert model._q_labels(fold.held_data, fold.layout, q) == [labels[k] for k in positions]
+    assert [labels[k] for k in positions] != [y[i] for i in held_index]  # q is not gold
+
+
 def test_self_training_folds_weigh_the_sample_as_the_pool():
     """A pool of one sentence repeated: the folds' rounds on a sample of its copies, each
     weighted by the pool's size over the sample's, score as on the whole pool."""

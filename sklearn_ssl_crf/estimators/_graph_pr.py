@@ -439,11 +439,13 @@ vectorizer_
         codes = np.concatenate([problem.codes[i] for i in train])
         penalty = self._graph_penalty(sequences, labelled_index[train], unlabeled, codes,
                                       keep_degrees=fold.sample is not None)
-        held_sequences = labelled_index[held]
-        vertices = self.graph_.token_vertices[_token_indices(sequences, held_sequences)]
-        held_data = (self._chunked(sequences[held_sequences], groups=vertices,
+        unlabeled_sequences = sequences[unlabeled]
+        # The held-out sequences are among the unlabeled: their tokens' groups are there.
+        held_in_unlabeled = np.searchsorted(unlabeled, labelled_index[held])
+        groups = penalty.token_groups[_token_indices(unlabeled_sequences, held_in_unlabeled)]
+        held_data = (self._chunked(sequences[labelled_index[held]], groups=groups,
                                    n_groups=penalty.n_groups) if held.size else None)
-        fold.unlabeled = self._chunked(sequences[unlabeled], groups=penalty.token_groups,
+        fold.unlabeled = self._chunked(unlabeled_sequences, groups=penalty.token_groups,
                                        n_groups=penalty.n_groups)
         return _GraphFold(**vars(fold), penalty=penalty, held_data=held_data,
                           labelled_index=labelled_index[train], unlabeled_index=unlabeled)

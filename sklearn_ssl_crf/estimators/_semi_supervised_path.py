@@ -100,8 +100,10 @@ CV_DELTA = 1e-3
 
 
 #: The joblib backends under which `SemiSupervisedPath._over_held_sets` runs the held-out
-#: sets in worker processes.
+#: sets in worker processes: always, and on a dask cluster's workers unless the data is
+#: held there already.
 _PROCESS_BACKENDS = ("LokyBackend", "MultiprocessingBackend")
+_CLUSTER_BACKENDS = ("DaskDistributedBackend",)
 
 
 #: Parameter constraints of a setting that selection may choose.
@@ -341,12 +343,17 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         multiprocessing), the held-out sets are shared out to that many worker processes,
         each running its sets' fits one after another on a copy of the estimator whose
         chunks are summed in the worker itself: a fold is a coarser, better-balanced unit
-        of work than a chunk (selection's fits see a few chunks at most). The results are
-        the same as in one process. Other backends (threading, dask) keep the folds in
-        turn and share out the chunk sums."""
+        of work than a chunk (selection's fits see a few chunks at most, and sending the
+        weights to a chunk's process costs more than its sum there). So they are on a dask
+        cluster, unless the problem's chunks are held by its workers already (a streamed
+        pool): then, as under other backends (threading), the folds run in turn and share
+        out the chunk sums. The results are the same as in one process."""
         n_jobs = min(effective_n_jobs(self.n_jobs), len(held_sets))
         backend, _ = joblib.parallel.get_active_backend()
-        if n_jobs < 2 or type(backend).__name__ not in _PROCESS_BACKENDS:
+        name = type(backend).__name__
+        travels = name in _PROCESS_BACKENDS or (name in _CLUSTER_BACKENDS and not any(
+            data.on_cluster for data in _chunked_data(problem)))
+        if n_jobs < 2 or not travels:
             return [getattr(self, method)(problem, train, held, *args, k=k)
                     for k, (train, held) in enumerate(held_sets)]
         worker = copy.copy(self)
@@ -609,11 +616,16 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
             print(message, flush=True)
 
 
+def _chunked_data(problem):
+    """The `ChunkedSequences` of ``problem`` and of its selection sample."""
+    sample = problem.sample.unlabeled if problem.sample is not None else None
+    return [data for data in [*vars(problem).values(), sample]
+            if isinstance(data, ChunkedSequences)]
+
+
 def _in_worker(estimator, method, problem, *args, **kwargs):
     """``estimator.method(problem, *args, **kwargs)`` in a worker process, on its own copy
     of the problem, whose chunks it sums itself (no pool of its own)."""
-    sample = problem.sample.unlabeled if problem.sample is not None else None
-    for data in [*vars(problem).values(), sample]:
-        if isinstance(data, ChunkedSequences):
-            data.n_jobs = 1
+    for data in _chunked_data(problem):
+        data.n_jobs = 1
     return getattr(estimator, method)(problem, *args, **kwargs)

@@ -111,14 +111,16 @@ class GraphLaplacianPenalty(MarginalPenalty):
     marginals. The gradient with respect to an unlabelled token's marginals is
     ``2 (L m)_a / count_a`` for its vertex ``a`` (the paper's eq. 15 leaves out the
     ``1 / count_a`` of the average). Vertices without any token have no average: their edges
-    are left out.
+    are left out, and so are they: the penalty's groups are the vertices with a token or a
+    seed, in order (``vertices``), so that tokens of a sample of the graph's text cost what
+    the sample has, not what the graph has.
 
     Parameters
     ----------
     weights : scipy.sparse matrix of shape (n_vertices, n_vertices)
         Symmetric non-negative edge weights (a `SimilarityGraph`'s ``weights``).
     token_vertices : ndarray of int of shape (n_tokens,)
-        Vertex of every unlabelled token (-1: none); these are the penalty's groups.
+        Vertex of every unlabelled token (-1: none).
     seed_sums : ndarray of shape (n_vertices, n_labels)
         Per vertex, the count of each gold label among its labelled tokens.
     keep_degrees : bool, default=False
@@ -127,6 +129,13 @@ class GraphLaplacianPenalty(MarginalPenalty):
         ``sqrt(d_a d_b / (d'_a d'_b))``, ``d`` a vertex's weighted degree in ``weights``
         and ``d'`` in the kept edges, so that a sampled vertex is pulled towards its
         neighbours about as strongly as on the whole graph.
+
+    Attributes
+    ----------
+    vertices : ndarray of int of shape (n_groups,)
+        The vertex of each group: those with a token or a seed.
+    token_groups : ndarray of int of shape (n_tokens,)
+        The group of every token (-1: none).
 
     See Also
     --------
@@ -148,21 +157,28 @@ class GraphLaplacianPenalty(MarginalPenalty):
     """
 
     def __init__(self, weights, token_vertices, seed_sums, keep_degrees=False):
-        self.token_groups = np.asarray(token_vertices, dtype=np.int64)
-        self.seed_sums = np.asarray(seed_sums, dtype=np.float64)
-        self.n_groups = self.seed_sums.shape[0]
-        counts = self.seed_sums.sum(axis=1) + np.bincount(
-            self.token_groups[self.token_groups >= 0], minlength=self.n_groups)
+        token_vertices = np.asarray(token_vertices, dtype=np.int64)
+        seed_sums = np.asarray(seed_sums, dtype=np.float64)
+        n_vertices = seed_sums.shape[0]
+        counts = seed_sums.sum(axis=1) + np.bincount(token_vertices[token_vertices >= 0],
+                                                     minlength=n_vertices)
         present = counts > 0
-        self.inverse_counts = np.divide(1.0, counts, out=np.zeros(self.n_groups),
-                                        where=present)[:, None]
+        self.vertices = np.flatnonzero(present)
+        self.n_groups = self.vertices.size
+        group_of = np.full(n_vertices + 1, -1, dtype=np.int64)  # the last: no vertex (-1)
+        group_of[self.vertices] = np.arange(self.n_groups)
+        self.token_groups = group_of[token_vertices]
+        self.seed_sums = seed_sums[present]
+        self.inverse_counts = 1.0 / counts[present][:, None]
         weights = sp.csr_matrix(weights)
-        keep = sp.diags(present.astype(np.float64))
-        kept = keep @ weights @ keep
+        # Rows and columns taken in order keep each row's entries in order, so the sums
+        # below add what the whole graph's rows would, in the same order.
+        kept = weights if self.n_groups == n_vertices else weights[present][:, present]
         if keep_degrees:
             kept_degrees = np.asarray(kept.sum(axis=1)).ravel()
-            ratio = np.divide(np.asarray(weights.sum(axis=1)).ravel(), kept_degrees,
-                              out=np.zeros(self.n_groups), where=kept_degrees > 0)
+            degrees = np.asarray(weights.sum(axis=1)).ravel()[present]
+            ratio = np.divide(degrees, kept_degrees, out=np.zeros(self.n_groups),
+                              where=kept_degrees > 0)
             root = sp.diags(np.sqrt(ratio))
             kept = root @ kept @ root
         # L = D - W as one matrix: one sparse product per evaluation.
@@ -173,15 +189,16 @@ class GraphLaplacianPenalty(MarginalPenalty):
 
         Parameters
         ----------
-        group_sums : ndarray of shape (n_vertices, n_labels)
-            Per vertex, the sum of the node marginals of its unlabelled tokens.
+        group_sums : ndarray of shape (n_groups, n_labels)
+            Per group (vertex of ``vertices``), the sum of the node marginals of its
+            unlabelled tokens.
 
         Returns
         -------
         value : float
             ``sum_k m_k' L m_k`` of the vertex averages ``m``.
-        gradient : ndarray of shape (n_vertices, n_labels)
-            ``2 (L m)_a / count_a`` for vertex ``a``; 0 for a vertex without tokens.
+        gradient : ndarray of shape (n_groups, n_labels)
+            ``2 (L m)_a / count_a`` for the vertex ``a`` of each group.
         """
         averages = self.seed_sums + group_sums
         averages *= self.inverse_counts

@@ -94,6 +94,12 @@ class ChunkedSequences:
             # The freed blocks (and, with files, chunks) would otherwise stay in the heap.
             release_freed_memory()
 
+    @property
+    def on_cluster(self):
+        """Whether the chunks are held by a dask cluster's workers (and would be sent
+        there again with this object)."""
+        return self._cluster is not None
+
     def _new_folder(self):
         """A temporary folder for the chunk files, removed with this object."""
         folder = tempfile.mkdtemp(prefix="sklearn_ssl_crf_")

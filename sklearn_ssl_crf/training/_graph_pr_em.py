@@ -60,7 +60,7 @@ class ExpectationMaximisation:
         log = []
         start_terms = terms.likelihood_terms(theta)
         log_z = start_terms.log_z
-        # q = p_theta: no offsets (one row per vertex and label).
+        # q = p_theta: no offsets (one row per group of the penalty, a vertex, and label).
         q = terms.auxiliary(theta, log_z, np.zeros_like(terms.penalty.seed_sums))
         likelihood = -(start_terms.value + settings.c1 * np.abs(theta).sum())
         objective = start_objective = likelihood - weight * q.objective
