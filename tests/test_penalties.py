@@ -171,6 +171,15 @@ def test_penalty_rejects_marginals_of_the_wrong_shape():
         penalty(np.ones((4, 2)) / 2)
 
 
+@pytest.mark.parametrize("vertex", [7, -2])
+def test_laplacian_rejects_a_token_vertex_not_in_the_graph(laplacian_case, vertex):
+    weights, token_vertices, seed_sums, _ = laplacian_case
+    token_vertices = token_vertices.copy()
+    token_vertices[4] = vertex
+    with pytest.raises(ValueError, match=rf"token_vertices .* 7 vertices.* {vertex}"):
+        GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices, seed_sums)
+
+
 def test_proportion_penalty_of_a_vanished_label_is_infinite_without_warnings():
     penalty = LabelProportionPenalty(np.array([0.5, 0.5]), 4)
     with warnings.catch_warnings():

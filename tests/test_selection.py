@@ -628,7 +628,7 @@ def test_graph_pr_fold_on_a_sample_holds_its_vertices_and_labels_its_held_out_by
                                   np.setdiff1d(graph.token_vertices[tokens], [-1]))
     assert fold.penalty.n_groups < graph.n_vertices
     model._set_priors(fold, {"c1": 0.0, "c2": 1.0})
-    q = model._run(problem, train, None, {"lam": 1.0}, 2, None, fold).result.state
+    q = model._run(fold, {"lam": 1.0}, 2, None).result.state
     assert np.abs(q.offsets).max() > 0.1
     labels = model._q_labels(fold.unlabeled, fold.layout, q)
     held_index = problem.labelled_index[held]

@@ -181,8 +181,7 @@ training_log_, termination_condition_, vectorizer_
         sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
         return self._labelled_problem(sequences, labelled, codes, y, sample_weight)
 
-    def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
-                               iterates):
+    def _semi_supervised_phase(self, fold, theta, strength, max_iterations, iterates):
         return Phase(theta, [], 0, state=iterates.record(0, theta)[0])
 
     def _final_log(self, run):

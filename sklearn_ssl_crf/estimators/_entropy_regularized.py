@@ -332,8 +332,7 @@ vectorizer_
                 "the same gradient at any order")
         return super()._prepare(X, y, X_unlabeled, sample_weight)
 
-    def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
-                               iterates):
+    def _semi_supervised_phase(self, fold, theta, strength, max_iterations, iterates):
         unlabeled = fold.unlabeled
         # A fold's sample stands for the pool: its terms weigh what the pool's would.
         scale = 1.0 if fold.sample is None else fold.sample.scale

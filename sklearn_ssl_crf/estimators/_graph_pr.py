@@ -289,6 +289,9 @@ vectorizer_
         "selection_unlabeled": SAMPLE_SIZE,
     }
 
+    # A fold's penalty holds the part of the graph it needs.
+    _not_in_folds = ("graph_",)
+
     def __init__(
         self,
         *,
@@ -450,8 +453,7 @@ vectorizer_
         return _GraphFold(**vars(fold), penalty=penalty, held_data=held_data,
                           labelled_index=labelled_index[train], unlabeled_index=unlabeled)
 
-    def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
-                               iterates):
+    def _semi_supervised_phase(self, fold, theta, strength, max_iterations, iterates):
         # A fold's sample stands for the pool: its terms weigh what the pool's would.
         scale = 1.0 if fold.sample is None else fold.sample.scale
         terms = PosteriorRegularizationTerms(

@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
-from ..training import Phase, Problem
+from ..training import Fold, Phase, Problem
 from ..utils import single_threaded_blas, unfitted_on_failure
 from ._base import unlabeled_sequences
 from ._label_constraints import constrained
@@ -251,11 +251,14 @@ vectorizer_
         problem.unlabeled = self._chunked(list(parts))
         return problem
 
-    def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
-                               iterates):
-        unlabeled = fold.unlabeled
-        parts, scale = ((problem.parts, 1.0) if fold.sample is None
-                        else (fold.sample.parts, fold.sample.scale))
+    def _fold(self, problem, train, sampled=False):
+        fold = super()._fold(problem, train, sampled)
+        return _SelfTrainingFold(**vars(fold), parts=problem.parts if fold.sample is None
+                                 else fold.sample.parts)
+
+    def _semi_supervised_phase(self, fold, theta, strength, max_iterations, iterates):
+        unlabeled, parts = fold.unlabeled, fold.parts
+        scale = 1.0 if fold.sample is None else fold.sample.scale
         log, rounds, pseudo = [], [], None
         round_, n_iter = 0, 0
         reason, message = "max_iter", f"stopped at its cap of {max_iterations} rounds"
@@ -312,5 +315,13 @@ class _SelfTrainingProblem(Problem):
     """The training data, and the unlabeled sequences' feature rows in parts laid end to
     end (the unlabeled sequences of X, then the stream's blocks), which every round packs
     again with its pseudo-labels."""
+
+    parts: list = None
+
+
+@dataclass
+class _SelfTrainingFold(Fold):
+    """A run's data, and its unlabeled sequences' feature rows in parts (the problem's, or
+    its sample's on a cross-validation fold), which every round packs again."""
 
     parts: list = None

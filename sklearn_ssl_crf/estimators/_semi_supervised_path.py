@@ -123,6 +123,10 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
     where they have more to do than the defaults here.
     """
 
+    #: Fitted attributes that the folds' runs never read, left out of the copy of the
+    #: estimator sent to a worker with each fold (graph-PR's graph: the folds have theirs).
+    _not_in_folds = ()
+
     #: name -> candidates of 'auto', for each strength parameter of the unlabelled term.
     _strengths = {}
     #: How cross-validation picks the iterations to refit with (`_choose_strength`).
@@ -163,7 +167,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
             # One run; a dev set is only scored.
             priors, strength = penalties[0], strengths[0]
             held = None if X_dev is None else self._held_out_dev(X_dev, y_dev)
-            run = self._run(problem, np.arange(n_labelled), priors, strength,
+            run = self._run(self._fit_fold(problem, priors), strength,
                             self._max_phase_iterations(), held, patience=None)
             self.cv_results_ = None
             self._finish_fit(problem, run, dict(**priors, **strength),
@@ -184,12 +188,13 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
                                    f"weighted {sample.scale:.3g}"))
         priors, penalty_scores = self._choose_penalties(problem, held_sets, penalties)
         if X_dev is not None:
-            kept = self._strength_runs(problem, *held_sets[0], priors, strengths, penalties,
-                                       keep=True)
+            train, held = held_sets[0]
+            kept = self._strength_runs(self._ranking_fold(problem, train, held, True), held,
+                                       priors, strengths, penalties, keep=True)
             scores = [[run.iterates.scores] for run in kept]
         elif self._max_phase_iterations() != 0:
             scores = [list(by_strength) for by_strength in zip(*self._over_held_sets(
-                "_strength_runs", problem, held_sets, priors, strengths, penalties))]
+                "_strength_runs", True, problem, held_sets, priors, strengths, penalties))]
         else:
             # A supervised estimator: the priors' scores are all there is to choose by.
             scores = [[[score] for score in penalty_scores[penalties.index(priors)]]]
@@ -211,27 +216,29 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
                 else (iterates.start_theta, iterates.start_state))
             self._finish_fit(problem, run, settings, iteration, paths[chosen])
             return self
-        refit = self._run(problem, np.arange(n_labelled), priors, strengths[chosen],
-                          n_iterations, None)
+        refit = self._run(self._fit_fold(problem, priors), strengths[chosen], n_iterations,
+                          None)
         self._finish_fit(problem, refit, settings, refit.result.n_iter, paths[chosen],
                          chosen_length=n_iterations)
         return self
 
-    def _run(self, problem, train, priors, strength, max_iterations, held, fold=None,
-             supervised=None, patience="default"):
-        """Supervised start on the labelled sequences ``train`` at ``priors`` (unless given,
-        with its fold), then the semi-supervised phase; ``held`` (a `HeldOut`, or None)
-        scores every iterate. Returns a `FoldRun`."""
-        if fold is None:
-            fold = self._fold(problem, train)
-            self._set_priors(fold, priors)
+    def _fit_fold(self, problem, priors):
+        """The fit's data: every labelled sequence, at ``priors``."""
+        fold = self._fold(problem, np.arange(problem.n_labelled))
+        self._set_priors(fold, priors)
+        return fold
+
+    def _run(self, fold, strength, max_iterations, held, supervised=None,
+             patience="default"):
+        """Supervised start on ``fold`` at its priors (unless given), then the
+        semi-supervised phase; ``held`` (a `HeldOut`, or None) scores every iterate.
+        Returns a `FoldRun`."""
         if supervised is None:
             supervised = self._supervised_start(fold)
         theta = supervised.x
         iterates = Iterates(None if held is None else held.scorer(self, fold),
                              self._patience() if patience == "default" else patience)
-        result = self._semi_supervised_phase(problem, fold, theta, strength, max_iterations,
-                                             iterates)
+        result = self._semi_supervised_phase(fold, theta, strength, max_iterations, iterates)
         return FoldRun(fold, supervised, result, iterates)
 
     def _labelled_problem(self, sequences, labelled, codes, y, sample_weight, n_given=None):
@@ -331,18 +338,19 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         held-out set)."""
         scores = np.zeros((len(penalties), len(held_sets)))
         if len(penalties) > 1:
-            scores = np.array(self._over_held_sets("_penalty_scores", problem, held_sets,
-                                                   penalties)).T
+            scores = np.array(self._over_held_sets("_penalty_scores", False, problem,
+                                                   held_sets, penalties)).T
         best = first_best(scores.mean(axis=1))
         return penalties[best], scores
 
-    def _over_held_sets(self, method, problem, held_sets, *args):
-        """``[self.method(problem, train, held, *args, k=k) for each held-out set k]``.
+    def _over_held_sets(self, method, semi_supervised, problem, held_sets, *args):
+        """``[self.method(fold, held, *args, k=k) for each held-out set k]``, ``fold`` its
+        `_ranking_fold` (``semi_supervised``: with the unlabeled sequences).
 
         With ``n_jobs`` > 1 under a process-based joblib backend (loky, the default, or
-        multiprocessing), the held-out sets are shared out to that many worker processes,
-        each running its sets' fits one after another on a copy of the estimator whose
-        chunks are summed in the worker itself: a fold is a coarser, better-balanced unit
+        multiprocessing), the folds are made here and shared out to that many worker
+        processes, each running its folds' fits one after another on a copy of the
+        estimator, summing their chunks itself: a fold is a coarser, better-balanced unit
         of work than a chunk (selection's fits see a few chunks at most, and sending the
         weights to a chunk's process costs more than its sum there). So they are on a dask
         cluster, unless the problem's chunks are held by its workers already (a streamed
@@ -354,13 +362,29 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         travels = name in _PROCESS_BACKENDS or (name in _CLUSTER_BACKENDS and not any(
             data.on_cluster for data in _chunked_data(problem)))
         if n_jobs < 2 or not travels:
-            return [getattr(self, method)(problem, train, held, *args, k=k)
+            return [getattr(self, method)(self._ranking_fold(problem, train, held,
+                                                             semi_supervised),
+                                          held, *args, k=k)
                     for k, (train, held) in enumerate(held_sets)]
+        # The folds' own chunks made for the worker's process, not shared out from here.
         worker = copy.copy(self)
         worker.n_jobs = 1
+        sent = copy.copy(worker)
+        for attribute in self._not_in_folds:
+            delattr(sent, attribute)
         return Parallel(n_jobs=n_jobs)(
-            delayed(_in_worker)(worker, method, problem, train, held, *args, k=k)
+            delayed(_in_worker)(sent, method, worker._ranking_fold(
+                problem, train, held, semi_supervised), held, *args, k=k)
             for k, (train, held) in enumerate(held_sets))
+
+    def _ranking_fold(self, problem, train, held, semi_supervised):
+        """The data of the runs that rank settings on the held-out set ``held`` of the
+        labelled sequences ``train``: their supervised fits' (``semi_supervised`` False),
+        or with the unlabeled sequences (on a cross-validation fold, the sample's where
+        there is one), their stop set by `_with_stop`."""
+        fold = (self._fold(problem, train, sampled=held.in_fold) if semi_supervised
+                else SemiSupervisedPath._fold(self, problem, train))
+        return self._with_stop(fold, held)
 
     def _penalty_path(self, fold, penalties):
         """The fold's supervised fits at each prior candidate in turn, as selection ranks
@@ -386,26 +410,21 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         fold.delta = CV_DELTA if held.in_fold else None
         return fold
 
-    def _penalty_scores(self, problem, train, held, penalties, k=0):
-        """The held-out scores of the supervised fits at each prior candidate, on the
-        held-out set ``held`` (number ``k``) of the labelled sequences ``train``."""
-        # Supervised fits need only the labelled part of the estimator's fold.
-        fold = self._with_stop(SemiSupervisedPath._fold(self, problem, train), held)
+    def _penalty_scores(self, fold, held, penalties, k=0):
+        """The held-out scores of the supervised fits at each prior candidate on ``fold``
+        (its labelled part), on the held-out set ``held`` (number ``k``)."""
         score = held.scorer(self, fold)
         scores = [score(result.x) for _, result in self._penalty_path(fold, penalties)]
         self._say(f"  priors, held-out set {k + 1}: " + ", ".join(
             f"{describe_settings(priors)}: {s:.4f}" for priors, s in zip(penalties, scores)))
         return scores
 
-    def _strength_runs(self, problem, train, held, priors, strengths, penalties, k=0,
-                       keep=False):
-        """For each strength candidate, the run from the supervised start at ``priors`` on
-        the labelled sequences ``train``, scored on the held-out set ``held`` (number
-        ``k``) at every iteration: the runs if ``keep``, else their scores. Where the
-        priors were chosen among ``penalties``, the start is the fit that ranked them
-        (`_penalty_path`): its score as a candidate and as iteration 0 are one score."""
-        # Only the ranking of settings is used here, and the refit sees every sequence.
-        fold = self._with_stop(self._fold(problem, train, sampled=held.in_fold), held)
+    def _strength_runs(self, fold, held, priors, strengths, penalties, k=0, keep=False):
+        """For each strength candidate, the run on ``fold`` from the supervised start at
+        ``priors``, scored on the held-out set ``held`` (number ``k``) at every iteration:
+        the runs if ``keep``, else their scores. Where the priors were chosen among
+        ``penalties``, the start is the fit that ranked them (`_penalty_path`): its score
+        as a candidate and as iteration 0 are one score."""
         if len(penalties) > 1:
             # The fits that lead to it: its c1 and c2_transitions, from strong L2 to its.
             path = [candidate for candidate in penalties if candidate["c1"] == priors["c1"]
@@ -416,8 +435,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
             start = self._supervised_start(fold)
         runs = []
         for strength in strengths:
-            run = self._run(problem, train, priors, strength, self._max_phase_iterations(),
-                            held, fold, start)
+            run = self._run(fold, strength, self._max_phase_iterations(), held, start)
             runs.append(run)
             scores = run.iterates.scores
             self._say(f"  {describe_settings(strength) or 'no unlabelled term'}, held-out set "
@@ -547,8 +565,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         return size
 
     @abstractmethod
-    def _semi_supervised_phase(self, problem, fold, theta, strength, max_iterations,
-                               iterates):
+    def _semi_supervised_phase(self, fold, theta, strength, max_iterations, iterates):
         """The semi-supervised phase on ``fold`` from the supervised optimum ``theta`` at
         ``strength`` (a dict of the strength parameters), for at most ``max_iterations``
         iterations, with ``iterates.record(iteration, theta, state=None)`` after each (0:
@@ -616,16 +633,16 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
             print(message, flush=True)
 
 
-def _chunked_data(problem):
-    """The `ChunkedSequences` of ``problem`` and of its selection sample."""
-    sample = problem.sample.unlabeled if problem.sample is not None else None
-    return [data for data in [*vars(problem).values(), sample]
-            if isinstance(data, ChunkedSequences)]
+def _chunked_data(data):
+    """The `ChunkedSequences` of a `Problem` or a `Fold` and of its selection sample."""
+    sample = data.sample.unlabeled if data.sample is not None else None
+    return [value for value in [*vars(data).values(), sample]
+            if isinstance(value, ChunkedSequences)]
 
 
-def _in_worker(estimator, method, problem, *args, **kwargs):
-    """``estimator.method(problem, *args, **kwargs)`` in a worker process, on its own copy
-    of the problem, whose chunks it sums itself (no pool of its own)."""
-    for data in _chunked_data(problem):
+def _in_worker(estimator, method, fold, *args, **kwargs):
+    """``estimator.method(fold, *args, **kwargs)`` in a worker process, on its own copy of
+    the fold, whose chunks it sums itself (no pool of its own)."""
+    for data in _chunked_data(fold):
         data.n_jobs = 1
-    return getattr(estimator, method)(problem, *args, **kwargs)
+    return getattr(estimator, method)(fold, *args, **kwargs)

@@ -160,6 +160,10 @@ class GraphLaplacianPenalty(MarginalPenalty):
         token_vertices = np.asarray(token_vertices, dtype=np.int64)
         seed_sums = np.asarray(seed_sums, dtype=np.float64)
         n_vertices = seed_sums.shape[0]
+        outside = (token_vertices < -1) | (token_vertices >= n_vertices)
+        if outside.any():
+            raise ValueError(f"token_vertices must be -1 (none) or one of the {n_vertices} "
+                             f"vertices of seed_sums' rows, got {token_vertices[outside][0]}")
         counts = seed_sums.sum(axis=1) + np.bincount(token_vertices[token_vertices >= 0],
                                                      minlength=n_vertices)
         present = counts > 0
