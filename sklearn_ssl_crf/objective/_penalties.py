@@ -8,8 +8,9 @@ training needs: group sums add up over chunks of sequences (so they are computed
 chunk, in any number of processes), and the posterior-regularisation E-step moves each
 token's factors by its group's row (He et al. 2013, eq. 20).
 
-Two penalties are defined: `GraphLaplacianPenalty` (groups are graph vertices) and
-`LabelProportionPenalty` (one group: every token), whose target is `target_proportions`.
+Two penalties are defined: `GraphLaplacianPenalty` (groups are graph vertices, those with
+a token or a seed) and `LabelProportionPenalty` (one group: every token), whose target is
+`target_proportions`.
 """
 
 import numpy as np

@@ -96,8 +96,7 @@ class ChunkedSequences:
 
     @property
     def on_cluster(self):
-        """Whether the chunks are held by a dask cluster's workers (and would be sent
-        there again with this object)."""
+        """Whether the chunks are held by a dask cluster's workers."""
         return self._cluster is not None
 
     def _new_folder(self):
