@@ -74,6 +74,21 @@ def test_weighted_edge_sums_are_weighted_sums_of_each_chains(order, restricted):
                                    atol=1e-12)
 
 
+def test_restricted_edge_sums_never_read_the_first_positions_unwritten_columns():
+    """The restricted lattice's work buffer held infinities before (a reused workspace): the
+    weighted edge sums are those of a fresh one, with no warning."""
+    layout, unary, transition, (fresh, _) = lattices(2, restricted=True)
+    row_weights = np.array([0.5, 2.0, 0.0, 1.5, 3.0])[layout.sequence_order][layout.row_slots]
+    workspace = Workspace()
+    structure = PairStructure(transition > -np.inf)
+    workspace.array("restricted_weighted", (structure.n_pairs, layout.n_rows))[:] = np.inf
+    reused = RestrictedPairLattice(unary, transition, layout, structure, workspace)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(reused.edge_marginal_sum(row_weights),
+                                      fresh.edge_marginal_sum(row_weights))
+
+
 def enumerated(unary, transition, lengths, labels, weights, costs):
     """sum_i w_i [log sum_{y ~ known labels} e^{s(y)} - log sum_y e^{s(y) + cost(y)}], with
     cost(y) the summed costs of the known tokens whose label y gets wrong."""

@@ -230,16 +230,19 @@ class RestrictedPairLattice:
         counts = np.zeros((n_labels + 1, n_labels, n_labels))
         if layout.max_length < 2:
             return counts
-        weighted = self.weighted if row_weights is None else self.weighted * row_weights
+        # Only the later positions' columns: the first position's are never written (no
+        # edge ends there), and weighting what the buffer held before warned at random.
+        later = layout.later_rows
+        weighted = self.weighted[:, later]
+        if row_weights is not None:
+            weighted = weighted * row_weights[later]
         size = layout.batch_sizes[1]
         starts = s.starts
         counts[n_labels, s.first[starts], s.second[starts]] = self.start_step * np.einsum(
-            "pr,pr->p", self.node_alpha[s.first[starts], :size],
-            weighted[starts, layout.block(1)])
+            "pr,pr->p", self.node_alpha[s.first[starts], :size], weighted[starts, :size])
         if layout.max_length > 2:
-            later = slice(layout.block_starts[2], layout.n_rows)
-            previous = layout.previous_rows[later.start - layout.later_rows.start:]
-            sums = s.triple_sums(self.alpha, previous, weighted[:, later])
+            third = layout.block_starts[2] - later.start
+            sums = s.triple_sums(self.alpha, layout.previous_rows[third:], weighted[:, third:])
             counts[s.triples] = self.triple_step * sums
         return counts
 
