@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from fixed_settings import fixed
 from joblib import parallel_config
+from sklearn.base import clone
 from test_graph_pr import word_graph
 
 from sklearn_ssl_crf import EntropyRegularizedCRF, GraphPRCRF, SelfTrainingCRF
@@ -52,6 +53,17 @@ def traffic(client, monkeypatch):
     monkeypatch.setattr(distributed.Client, "scatter", counting_scatter)
     monkeypatch.setattr(distributed.Client, "submit", counting_submit)
     return counts
+
+
+@pytest.fixture
+def small_chunks(client, monkeypatch):
+    """Chunks of 400 tokens (several in a small fit) here and in the workers, where a fold
+    sent there packs data of its own (self-training's rounds)."""
+    default = _chunked.CHUNK_TOKENS
+    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 400)
+    client.run(lambda: setattr(_chunked, "CHUNK_TOKENS", 400))
+    yield
+    client.run(lambda: setattr(_chunked, "CHUNK_TOKENS", default))
 
 
 def test_chunk_sums_on_the_workers_equal_one_process(client, traffic, monkeypatch):
@@ -129,19 +141,40 @@ def gold_probability(estimator, X, y):
                           for marginals, label in zip(sequence, labels)]))
 
 
-def test_selection_on_a_sample_on_a_cluster_is_the_one_process_model(client, monkeypatch):
-    """The folds on a sample of the pool (issue #43), on the cluster: the one-process
-    model, choice and fold scores."""
-    monkeypatch.setattr(_chunked, "CHUNK_TOKENS", 400)  # several chunks
+SAMPLED_SELECTION = dict(c1=0.0, c2=[0.1, 1.0], max_iterations=15, n_iter_no_change=None,
+                         tol=0.0, cv=3, selection_unlabeled=60, random_state=3,
+                         scoring=gold_probability)
+
+
+@pytest.mark.parametrize("estimator, cap", [
+    (EntropyRegularizedCRF(gamma=0.5, proportion_weight=0.2, semi_supervised_iterations=8,
+                           **SAMPLED_SELECTION), "semi_supervised_iterations"),
+    (SelfTrainingCRF(max_rounds=3, **SAMPLED_SELECTION), "max_rounds"),
+])
+def test_selection_on_a_sample_on_a_cluster_is_the_one_process_model(
+        client, small_chunks, monkeypatch, capsys, estimator, cap):
+    """The folds on a sample of the pool (issue #43), on the cluster: each fold a task on
+    a worker, which it takes the sample's chunks to (the client sends the pool's alone,
+    as a fit without selection does); the one-process model, choice and fold scores."""
     X, y = make_sequences(200, features="dict", random_state=2)
-    params = dict(c1=0.0, c2=1.0, gamma=0.5, proportion_weight=0.2, max_iterations=15,
-                  semi_supervised_iterations=8, n_iter_no_change=None, tol=0.0, cv=3,
-                  selection_unlabeled=60, random_state=3, scoring=gold_probability)
-    one = EntropyRegularizedCRF(n_jobs=1, **params).fit(X[:30], y[:30], X_unlabeled=X[30:])
+    data = (X[:30], y[:30]), {"X_unlabeled": X[30:]}
+    one = clone(estimator).set_params(n_jobs=1).fit(*data[0], **data[1])
+    sent = []
+    monkeypatch.setattr(_chunked, "_ClusterChunks",
+                        lambda chunks, client: sent.append(len(chunks))
+                        or _backends._ClusterChunks(chunks, client))
+    capsys.readouterr()
     with parallel_config(backend="dask"):
-        cluster = EntropyRegularizedCRF(**params).fit(X[:30], y[:30], X_unlabeled=X[30:])
-    unsampled = EntropyRegularizedCRF(n_jobs=1, **dict(params, selection_unlabeled=None))
-    unsampled.fit(X[:30], y[:30], X_unlabeled=X[30:])
+        cluster = clone(estimator).set_params(verbose=1).fit(*data[0], **data[1])
+        selection_sent, sent[:] = list(sent), []
+        clone(estimator).set_params(**cluster.best_params_, early_stopping=False,
+                                    **{cap: cluster.n_iter_}).fit(*data[0], **data[1])
+    # The folds' fits (priors and strength) said what they did on the workers, not here.
+    said = capsys.readouterr().out
+    assert "chose" in said and "held-out set" not in said
+    assert selection_sent == sent and len(sent) >= 1
+    unsampled = clone(estimator).set_params(n_jobs=1, selection_unlabeled=None)
+    unsampled.fit(*data[0], **data[1])
     assert cluster.best_params_ == one.best_params_
     np.testing.assert_array_equal(cluster.cv_results_["mean_test_score"],
                                   one.cv_results_["mean_test_score"])

@@ -36,7 +36,7 @@ With ``n_jobs`` > 1 the folds' fits of each step run in worker processes
 import copy
 import time
 from abc import ABCMeta, abstractmethod
-from itertools import product
+from itertools import chain, product
 from numbers import Integral, Real
 
 import joblib
@@ -252,16 +252,22 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
                        np.split(codes, np.cumsum(chosen.lengths)[:-1]), weights)
 
     def _fold(self, problem, train, sampled=False):
-        """The run's data: the labelled sequences ``train`` (indices into the problem's),
-        packed and as they are, the weight layout they give, and the problem's unlabeled
+        """The run's data: the labelled part (`_labelled_fold`) and the problem's unlabeled
         sequences (if ``sampled``, its selection sample's where it has one)."""
+        fold = self._labelled_fold(problem, train)
+        fold.sample = problem.sample if sampled else None
+        fold.unlabeled = problem.unlabeled if fold.sample is None else fold.sample.unlabeled
+        return fold
+
+    def _labelled_fold(self, problem, train):
+        """The labelled sequences ``train`` (indices into the problem's), packed and as
+        they are, and the weight layout they give: the data of the priors' supervised
+        fits."""
         sequences = problem.labelled[train]
         codes = np.concatenate([problem.codes[i] for i in train])
         weights = None if problem.weights is None else problem.weights[train]
         labelled = self._chunked(sequences, codes, weights=weights)
-        sample = problem.sample if sampled else None
-        return Fold(labelled, self._weight_layout(labelled), sequences, codes, weights,
-                    problem.unlabeled if sample is None else sample.unlabeled, sample)
+        return Fold(labelled, self._weight_layout(labelled), sequences, codes, weights)
 
     def _supervised_start(self, fold, theta=None):
         """The labelled likelihood's optimum at the fold's priors (L-BFGS, OWL-QN for L1),
@@ -348,34 +354,41 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         `_ranking_fold` (``semi_supervised``: with the unlabeled sequences).
 
         With ``n_jobs`` > 1 under a process-based joblib backend (loky, the default, or
-        multiprocessing), the folds are made here and shared out to that many worker
-        processes, each running its folds' fits one after another on a copy of the
-        estimator, summing their chunks itself: a fold is a coarser, better-balanced unit
-        of work than a chunk (selection's fits see a few chunks at most, and sending the
-        weights to a chunk's process costs more than its sum there). So they are on a dask
-        cluster, unless the problem's chunks are held by its workers already (a streamed
-        pool): then, as under other backends (threading), the folds run in turn and share
-        out the chunk sums. The results are the same as in one process."""
+        multiprocessing) or on a dask cluster, the folds are made here and shared out to
+        that many worker processes, each running its folds' fits one after another on a
+        copy of the estimator, summing their chunks itself: a fold is a coarser,
+        better-balanced unit of work than a chunk (selection's fits see a few chunks at
+        most, and sending the weights to a chunk's process costs more than its sum there).
+        A fold that holds chunks a cluster's workers hold already (a streamed pool that
+        the folds train on whole) does not travel: then, as under other backends
+        (threading), the folds run in turn and share out the chunk sums. The results are
+        the same as in one process."""
         n_jobs = min(effective_n_jobs(self.n_jobs), len(held_sets))
         backend, _ = joblib.parallel.get_active_backend()
-        name = type(backend).__name__
-        travels = name in _PROCESS_BACKENDS or (name in _CLUSTER_BACKENDS and not any(
-            data.on_cluster for data in _chunked_data(problem)))
-        if n_jobs < 2 or not travels:
-            return [getattr(self, method)(self._ranking_fold(problem, train, held,
-                                                             semi_supervised),
-                                          held, *args, k=k)
-                    for k, (train, held) in enumerate(held_sets)]
-        # The folds' own chunks made for the worker's process, not shared out from here.
-        worker = copy.copy(self)
-        worker.n_jobs = 1
-        sent = copy.copy(worker)
-        for attribute in self._not_in_folds:
-            delattr(sent, attribute)
-        return Parallel(n_jobs=n_jobs)(
-            delayed(_in_worker)(sent, method, worker._ranking_fold(
-                problem, train, held, semi_supervised), held, *args, k=k)
-            for k, (train, held) in enumerate(held_sets))
+        if n_jobs >= 2 and type(backend).__name__ in _PROCESS_BACKENDS + _CLUSTER_BACKENDS:
+            # The folds' own chunks made for the worker's process, not shared out from here.
+            worker = self._in_one_process()
+            folds = (worker._ranking_fold(problem, train, held, semi_supervised)
+                     for train, held in held_sets)
+            first = next(folds)
+            if not any(data.on_cluster for data in _chunked_data(first)):
+                sent = copy.copy(worker)
+                for attribute in self._not_in_folds:
+                    delattr(sent, attribute)
+                return Parallel(n_jobs=n_jobs)(
+                    delayed(_in_worker)(sent, method, fold, held, *args, k=k)
+                    for k, (fold, (_, held)) in enumerate(zip(chain([first], folds),
+                                                             held_sets)))
+        return [getattr(self, method)(self._ranking_fold(problem, train, held,
+                                                         semi_supervised),
+                                      held, *args, k=k)
+                for k, (train, held) in enumerate(held_sets)]
+
+    def _in_one_process(self):
+        """A copy of the estimator whose chunks are made for one process (``n_jobs=1``)."""
+        one = copy.copy(self)
+        one.n_jobs = 1
+        return one
 
     def _ranking_fold(self, problem, train, held, semi_supervised):
         """The data of the runs that rank settings on the held-out set ``held`` of the
@@ -383,7 +396,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         or with the unlabeled sequences (on a cross-validation fold, the sample's where
         there is one), their stop set by `_with_stop`."""
         fold = (self._fold(problem, train, sampled=held.in_fold) if semi_supervised
-                else SemiSupervisedPath._fold(self, problem, train))
+                else self._labelled_fold(problem, train))
         return self._with_stop(fold, held)
 
     def _penalty_path(self, fold, penalties):
@@ -552,7 +565,11 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         if sample is None:
             return None
         chosen, scale = sample
-        return UnlabeledSample(chosen, self._chunked(list(chosen)), scale)
+        # On a cluster the folds take the sample's chunks to the workers
+        # (`_over_held_sets`): they are made here, not sent there.
+        backend, _ = joblib.parallel.get_active_backend()
+        maker = self._in_one_process() if type(backend).__name__ in _CLUSTER_BACKENDS else self
+        return UnlabeledSample(chosen, maker._chunked(list(chosen)), scale)
 
     def _selection_sample_size(self):
         """The number of unlabeled sequences that the folds' runs train on at most:
