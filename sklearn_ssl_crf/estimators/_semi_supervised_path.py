@@ -100,8 +100,8 @@ CV_DELTA = 1e-3
 
 
 #: The joblib backends under which `SemiSupervisedPath._over_held_sets` runs the held-out
-#: sets in worker processes: always, and on a dask cluster's workers unless the data is
-#: held there already.
+#: sets in worker processes: always, and on a dask cluster's workers unless the folds
+#: hold chunks held there already.
 _PROCESS_BACKENDS = ("LokyBackend", "MultiprocessingBackend")
 _CLUSTER_BACKENDS = ("DaskDistributedBackend",)
 
