@@ -209,13 +209,14 @@ def test_same_model_for_any_n_jobs_and_the_same_random_state(synthetic, estimato
 
 
 class ProcessRecordingScorer:
-    """Token accuracy, leaving a file named by the id of the process that scored."""
+    """Token accuracy, leaving a file named by the id of the process that scored and
+    whether the estimator it scored had its vectoriser."""
 
     def __init__(self, folder):
         self.folder = folder
 
     def __call__(self, estimator, X, y):
-        (self.folder / str(os.getpid())).touch()
+        (self.folder / f"{os.getpid()}-{hasattr(estimator, 'vectorizer_')}").touch()
         return flat_accuracy_score(y, estimator.predict(X))
 
 
@@ -227,12 +228,15 @@ def test_folds_run_in_worker_processes_under_n_jobs(synthetic, tmp_path, n_jobs)
     model = EntropyRegularizedCRF(gamma=[0.0, 0.5], max_iterations=10, cv=3, n_jobs=n_jobs,
                                   scoring=ProcessRecordingScorer(folder), random_state=0)
     model.fit(X[:30], y[:30], X_unlabeled=X[30:70])
-    scored_in = {int(path.name) for path in folder.iterdir()}
+    scored = {tuple(path.name.split("-")) for path in folder.iterdir()}
+    scored_in = {int(pid) for pid, _ in scored}
     if n_jobs == 1:
         assert scored_in == {os.getpid()}
     else:
-        # Every fold's fits were scored in worker processes, none here.
+        # Every fold's fits were scored in worker processes, none here, by a copy of the
+        # estimator sent without its vectoriser (the folds' sequences are featurised).
         assert scored_in and os.getpid() not in scored_in
+        assert {had for _, had in scored} == {"False"}
     reference = EntropyRegularizedCRF(gamma=[0.0, 0.5], max_iterations=10, cv=3,
                                       scoring="flat_accuracy", random_state=0)
     reference.fit(X[:30], y[:30], X_unlabeled=X[30:70])

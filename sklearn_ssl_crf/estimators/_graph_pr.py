@@ -290,7 +290,7 @@ vectorizer_
     }
 
     # A fold's penalty holds the part of the graph it needs.
-    _not_in_folds = ("graph_",)
+    _not_in_folds = (*SemiSupervisedPath._not_in_folds, "graph_")
 
     def __init__(
         self,

@@ -124,8 +124,10 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
     """
 
     #: Fitted attributes that the folds' runs never read, left out of the copy of the
-    #: estimator sent to a worker with each fold (graph-PR's graph: the folds have theirs).
-    _not_in_folds = ()
+    #: estimator sent to a worker with each fold: the vectoriser (a fold's sequences,
+    #: held-out ones included, are featurised already; its vocabulary is hundreds of
+    #: thousands of strings over a large pool), and graph-PR's graph (the folds have theirs).
+    _not_in_folds = ("vectorizer_",)
 
     #: name -> candidates of 'auto', for each strength parameter of the unlabelled term.
     _strengths = {}
