@@ -157,24 +157,24 @@ def test_selection_on_a_sample_on_a_cluster_is_the_one_process_model(
     a worker, which it takes the sample's chunks to (the client sends the pool's alone,
     as a fit without selection does); the one-process model, choice and fold scores."""
     X, y = make_sequences(200, features="dict", random_state=2)
-    data = (X[:30], y[:30]), {"X_unlabeled": X[30:]}
-    one = clone(estimator).set_params(n_jobs=1).fit(*data[0], **data[1])
+    data = dict(X=X[:30], y=y[:30], X_unlabeled=X[30:])
+    one = clone(estimator).set_params(n_jobs=1).fit(**data)
     sent = []
     monkeypatch.setattr(_chunked, "_ClusterChunks",
                         lambda chunks, client: sent.append(len(chunks))
                         or _backends._ClusterChunks(chunks, client))
     capsys.readouterr()
     with parallel_config(backend="dask"):
-        cluster = clone(estimator).set_params(verbose=1).fit(*data[0], **data[1])
+        cluster = clone(estimator).set_params(verbose=1).fit(**data)
         selection_sent, sent[:] = list(sent), []
         clone(estimator).set_params(**cluster.best_params_, early_stopping=False,
-                                    **{cap: cluster.n_iter_}).fit(*data[0], **data[1])
+                                    **{cap: cluster.n_iter_}).fit(**data)
     # The folds' fits (priors and strength) said what they did on the workers, not here.
     said = capsys.readouterr().out
     assert "chose" in said and "held-out set" not in said
     assert selection_sent == sent and len(sent) >= 1
     unsampled = clone(estimator).set_params(n_jobs=1, selection_unlabeled=None)
-    unsampled.fit(*data[0], **data[1])
+    unsampled.fit(**data)
     assert cluster.best_params_ == one.best_params_
     np.testing.assert_array_equal(cluster.cv_results_["mean_test_score"],
                                   one.cv_results_["mean_test_score"])

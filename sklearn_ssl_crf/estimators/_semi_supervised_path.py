@@ -64,7 +64,7 @@ from ..training import (
     setting_candidates,
     unlabeled_sample,
 )
-from ..utils import SequenceMatrix
+from ..utils import SequenceMatrix, dask_client
 from ._base import unlabeled_sequences
 from ._crf import CRF
 from ._init_weights import init_priors, init_vector
@@ -99,11 +99,10 @@ C2_TRANSITIONS_CANDIDATES = (None, 0.01, 0.001)
 CV_DELTA = 1e-3
 
 
-#: The joblib backends under which `SemiSupervisedPath._over_held_sets` runs the held-out
-#: sets in worker processes: always, and on a dask cluster's workers unless the folds
-#: hold chunks held there already.
+#: The process-based joblib backends under which `SemiSupervisedPath._over_held_sets`
+#: runs the held-out sets in worker processes (as on a dask cluster's workers, unless the
+#: folds hold chunks held there already).
 _PROCESS_BACKENDS = ("LokyBackend", "MultiprocessingBackend")
-_CLUSTER_BACKENDS = ("DaskDistributedBackend",)
 
 
 #: Parameter constraints of a setting that selection may choose.
@@ -367,7 +366,8 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         the same as in one process."""
         n_jobs = min(effective_n_jobs(self.n_jobs), len(held_sets))
         backend, _ = joblib.parallel.get_active_backend()
-        if n_jobs >= 2 and type(backend).__name__ in _PROCESS_BACKENDS + _CLUSTER_BACKENDS:
+        if n_jobs >= 2 and (type(backend).__name__ in _PROCESS_BACKENDS
+                            or dask_client() is not None):
             # The folds' own chunks made for the worker's process, not shared out from here.
             worker = self._in_one_process()
             folds = (worker._ranking_fold(problem, train, held, semi_supervised)
@@ -381,6 +381,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
                     delayed(_in_worker)(sent, method, fold, held, *args, k=k)
                     for k, (fold, (_, held)) in enumerate(zip(chain([first], folds),
                                                              held_sets)))
+        # In turn, each fold made with this estimator's n_jobs, to share out its sums.
         return [getattr(self, method)(self._ranking_fold(problem, train, held,
                                                          semi_supervised),
                                       held, *args, k=k)
@@ -569,8 +570,7 @@ class SemiSupervisedPath(CRF, metaclass=ABCMeta):
         chosen, scale = sample
         # On a cluster the folds take the sample's chunks to the workers
         # (`_over_held_sets`): they are made here, not sent there.
-        backend, _ = joblib.parallel.get_active_backend()
-        maker = self._in_one_process() if type(backend).__name__ in _CLUSTER_BACKENDS else self
+        maker = self._in_one_process() if dask_client() is not None else self
         return UnlabeledSample(chosen, maker._chunked(list(chosen)), scale)
 
     def _selection_sample_size(self):
