@@ -25,7 +25,10 @@ the unlabelled sentences are ``bench_trigram_scale.py``'s synthetic English text
 trigram types grow as real text's do) instead of EWT's repeated. ``--cluster``: both fits
 inside a 2-worker dask `LocalCluster` with joblib's dask backend (``bench_scale.py``'s
 ``dask`` mode: the graph's search blocks and the fit's chunks on the workers), with each
-worker's peak RSS.
+worker's peak RSS. ``--stream`` (with ``--generated``): the unlabelled sentences are
+written to a text file (one a line) before the fits, and each fit reads them from it,
+``X_unlabeled=WindowFeatures(...).transform(path)``, a block at a time; only the labelled
+sentences are held as feature dicts.
 
 Each size runs in a fresh child process: "peak RSS" is its ``ru_maxrss`` (input, graph and
 fit), "input RSS" its RSS once the data is featurised, before the graph. The report gives
@@ -37,7 +40,7 @@ Usage::
         [--sizes 1000 10000 100000] [--em-iterations 5] [--mstep-iterations 20] \\
         [--n-jobs 1] [--data-dir /work/shared/data]
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_graph_pr_scale.py --default-fit \
-        --generated --sizes 10000 100000 [--cluster]
+        --generated --sizes 10000 100000 [--cluster] [--stream]
 """
 
 import argparse
@@ -47,6 +50,7 @@ import math
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -84,6 +88,27 @@ def scaled_data(data_dir, size, generated=False):
     return X, y
 
 
+def streamed_data(data_dir, text_file):
+    """Feature dicts of the 100 labelled sentences, their labels, and the unlabelled
+    sentences of ``text_file`` featurised as they are read."""
+    sentences, tags = language_pool(data_dir, "English")
+    labelled = np.random.default_rng(0).permutation(len(sentences))[:POS_LABELLED]
+    featurizer = WindowFeatures(window=1, suffixes=(1, 2, 3))
+    return (featurizer.fit_transform([sentences[i] for i in labelled]),
+            [tags[i] for i in labelled], featurizer.transform(text_file))
+
+
+def write_text(data_dir, size, path):
+    """The ``size`` generated sentences of ``scaled_data``, one a line; their tokens."""
+    text, _ = SyntheticText(english_sentences(data_dir), 0.8).generate(size, seed=0)
+    if any(not token or any(c.isspace() for c in token) for sentence in text
+           for token in sentence):
+        raise ValueError("a generated token is empty or holds white space")
+    with open(path, "w", encoding="utf-8") as file:
+        file.writelines(" ".join(sentence) + "\n" for sentence in text)
+    return sum(map(len, text))
+
+
 def rss_mb():
     with open("/proc/self/status") as status:
         for line in status:
@@ -95,7 +120,11 @@ def rss_mb():
 def default_child(args):
     """A default fit (or, with ``--replay``, the fixed fit at its choice) in this process;
     prints a JSON line."""
-    X, y = scaled_data(args.data_dir, args.size, args.generated)
+    if args.text_file:
+        X, y, X_unlabeled = streamed_data(args.data_dir, args.text_file)
+    else:
+        X, y = scaled_data(args.data_dir, args.size, args.generated)
+        X_unlabeled = None
     mode = "dask" if args.cluster else "single"
     # On the cluster joblib counts the workers' cores.
     settings = dict(random_state=0, n_jobs=None if args.cluster else args.n_jobs)
@@ -108,17 +137,18 @@ def default_child(args):
         find_workers = worker_pid_finder(mode, client)
         with PeakSampler(find_workers) as sampler:
             started = time.perf_counter()
-            model.fit(X, y)
+            model.fit(X, y, X_unlabeled=X_unlabeled)
             seconds = time.perf_counter() - started
         workers = worker_memory(find_workers(), sampler)
     digest = hashlib.sha256(np.concatenate([model.state_weights_.ravel(),
                                             model.transition_weights_.ravel()])).hexdigest()
     print(json.dumps({
         "size": args.size, "fit": "fixed" if args.replay else "default",
-        "tokens": int(sum(len(sequence) for sequence in X[POS_LABELLED:])),
+        "tokens": int(sum(map(len, model.transduction_[POS_LABELLED:]))),
         "vertices": model.graph_.n_vertices, "seconds": seconds,
         "best_params": model.best_params_, "best_iteration": model.best_iteration_,
-        "weights_sha256": digest[:16], "where": mode,
+        "weights_sha256": digest[:16],
+        "where": mode + (", streamed from a file" if args.text_file else ""),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "workers_peak_rss_mb": [worker["peak_rss_mb"] for worker in workers]}))
 
@@ -134,6 +164,10 @@ def default_fits(args):
                    "--data-dir", str(args.data_dir), "--n-jobs", str(args.n_jobs),
                    *(["--generated"] if args.generated else []),
                    *(["--cluster"] if args.cluster else [])]
+        if args.stream:
+            folder = tempfile.TemporaryDirectory()
+            command += ["--text-file", str(Path(folder.name) / "unlabelled.txt")]
+            write_text(args.data_dir, size, command[-1])
         rows = []
         for replay in ([], None):
             if replay is None:
@@ -200,9 +234,15 @@ def main(argv=None):
                         help="synthetic unlabelled text (bench_trigram_scale.py's)")
     parser.add_argument("--cluster", action="store_true",
                         help="the default fits on a 2-worker dask LocalCluster")
+    parser.add_argument("--stream", action="store_true",
+                        help="with --default-fit --generated: the unlabelled text read "
+                             "from a file as the fit goes")
+    parser.add_argument("--text-file", help=argparse.SUPPRESS)  # a streaming child's text
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)  # a child's size
     parser.add_argument("--replay", help=argparse.SUPPRESS)  # a fixed child's settings
     args = parser.parse_args(argv)
+    if args.stream and not (args.default_fit and args.generated):
+        parser.error("--stream needs --default-fit and --generated")
     if args.size is not None:
         (default_child if args.default_fit else child)(args)
         return

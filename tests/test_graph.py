@@ -151,12 +151,18 @@ def test_knn_graph_sparse_search_matches_brute_force(monkeypatch):
 def test_equal_similarities_at_the_kth_place_go_to_the_lower_vertex(sparse):
     # Rows that are copies of fewer rows: every row has runs of equal similarities, so the
     # k-th place is tied and only the sort among the tied candidates decides who is kept.
-    # The sparse rows have sparse similarities (searched by `_sparse_candidates`).
+    # The sparse rows have sparse similarities (searched by `_sparse_candidates`). Each
+    # distinct row has 1, 4 or 16 ones: unit rows of 1, 1/2 or 1/4, whose products are
+    # exact in any order of summation, so copies tie exactly whatever the BLAS (OpenBLAS
+    # 0.3.31 rounds a product by the place of its row in a block).
     rng = np.random.default_rng(5)
     n_distinct, n_rows = (100, 500) if sparse else (12, 90)
-    distinct = sp.random(n_distinct, 2000 if sparse else 300, density=0.003 if sparse else 0.03,
-                         random_state=6, format="csr")
-    distinct.data = rng.integers(1, 4, size=distinct.nnz).astype(float)
+    n_columns = 2000 if sparse else 300
+    n_ones = rng.choice([1, 4, 16], size=n_distinct)
+    columns = [rng.choice(n_columns, size=n, replace=False) for n in n_ones]
+    distinct = sp.csr_matrix((np.ones(n_ones.sum()), np.concatenate(columns),
+                              np.concatenate([[0], np.cumsum(n_ones)])),
+                             shape=(n_distinct, n_columns))
     rows = distinct[rng.integers(0, n_distinct, size=n_rows)]
     rows = sp.csr_matrix(rows) if sparse else rows.toarray()
     for k in (2, 5, 9):
@@ -735,14 +741,47 @@ def test_the_text_read_in_blocks_gives_the_graph_of_one_block(monkeypatch, block
                                            "ran", "."]) + [[], ["A", "b"]]
     whole = trigram_graph(sentences, n_neighbors=4)
     monkeypatch.setattr(_trigram, "_BLOCK_TOKENS", block_tokens)
-    blocks = list(_trigram._sequence_blocks(
-        np.concatenate([[0], np.cumsum([len(s) for s in sentences])]), block_tokens))
-    assert len(blocks) > 20 and blocks[-1][1] == len(sentences)
-    assert all(a == b for (_, a), (b, _) in zip(blocks[:-1], blocks[1:]))
-    read = trigram_graph(sentences, n_neighbors=4)
-    assert read.vertex_names == whole.vertex_names
-    np.testing.assert_array_equal(read.token_vertices, whole.token_vertices)
-    assert (read.weights != whole.weights).nnz == 0 and whole.weights.nnz > 50
+    read_blocks = []
+    block_reader = _trigram.TrigramWords._read
+
+    def recorded(self, block, name, first):
+        read_blocks.append((first, first + len(block)))
+        return block_reader(self, block, name, first)
+
+    monkeypatch.setattr(_trigram.TrigramWords, "_read", recorded)
+    # A list, a generator (read once), and words read by a caller as it uses each sentence.
+    words = _trigram.TrigramWords()
+    passed = list(words.read_each(iter(sentences), block_sequences=5))
+    assert passed == sentences
+    for X in (sentences, (sentence for sentence in sentences), words):
+        read_blocks.clear()
+        read = trigram_graph(X, n_neighbors=4)
+        assert read.vertex_names == whole.vertex_names
+        np.testing.assert_array_equal(read.token_vertices, whole.token_vertices)
+        assert (read.weights != whole.weights).nnz == 0 and whole.weights.nnz > 50
+        if X is not words:
+            assert len(read_blocks) > 20 and read_blocks[-1][1] == len(sentences)
+            assert [a for a, _ in read_blocks[1:]] == [b for _, b in read_blocks[:-1]]
+            # A block ends as soon as it holds block_tokens tokens.
+            lengths = np.array([len(s) for s in sentences])
+            assert all(lengths[a:b - 1].sum() < block_tokens for a, b in read_blocks)
+
+
+def test_a_stream_is_passed_on_a_block_at_a_time():
+    # Sentences are handed on as soon as their block is read, before the next is drawn:
+    # a caller featurising them holds one block, not the text.
+    drawn = []
+
+    def stream():
+        for i in range(23):
+            drawn.append(i)
+            yield ["a", "cat", str(i)]
+
+    words = _trigram.TrigramWords()
+    for used, sentence in enumerate(words.read_each(stream(), block_sequences=5)):
+        assert sentence[2] == str(used)
+        assert used < len(drawn) <= (used // 5 + 1) * 5
+    assert trigram_graph(words).token_vertices.size == 23 * 3
 
 
 class _MisreportedLength(list):

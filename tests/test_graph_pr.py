@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from fixed_settings import fixed
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
+from tracked_sentences import TrackedSentence, tracked_stream
 
 from sklearn_ssl_crf import CRF, GraphPRCRF, SequenceMatrix, WindowFeatures, WindowRows
 from sklearn_ssl_crf.datasets import load_ud_english_ewt, make_sequences, read_ocr_letters
@@ -335,6 +336,54 @@ def test_n_jobs_threads_the_trigram_graph(synthetic, monkeypatch):
     assert asked == [1, 2]
     assert (one.graph_.weights != two.graph_.weights).nnz == 0
     np.testing.assert_array_equal(one.state_weights_, two.state_weights_)
+
+
+@pytest.mark.parametrize("graph", ["trigram", "knn"])
+def test_a_stream_of_unlabelled_sentences_gives_the_model_of_the_list(synthetic, graph):
+    # Featurised (and its words read) a block at a time: the same model, graph and
+    # transduction as the list given whole, empty sentences in the stream included.
+    X, y, _, _ = synthetic
+    pool = X[30:] + [[]] + X[30:40]
+    params = {"graph": graph, "word_key": "word", "lam": 1.0, "em_iterations": 2}
+    listed = fixed(GraphPRCRF(**params)).fit(X[:30], y[:30], X_unlabeled=pool)
+    streamed = fixed(GraphPRCRF(**params)).fit(X[:30], y[:30],
+                                                X_unlabeled=(s for s in pool))
+    assert (listed.graph_.weights != streamed.graph_.weights).nnz == 0
+    np.testing.assert_array_equal(listed.graph_.token_vertices, streamed.graph_.token_vertices)
+    np.testing.assert_array_equal(listed.state_weights_, streamed.state_weights_)
+    np.testing.assert_array_equal(listed.transition_weights_, streamed.transition_weights_)
+    assert streamed.transduction_ == listed.transduction_
+    assert len(streamed.transduction_) == 30 + len(pool) and streamed.transduction_[240] == []
+    # ... and the model of the pool given in X with None labels.
+    inline = fixed(GraphPRCRF(**params)).fit(X[:30] + pool, y[:30] + [None] * len(pool))
+    np.testing.assert_array_equal(inline.state_weights_, streamed.state_weights_)
+    assert inline.transduction_ == streamed.transduction_
+
+
+def test_the_unlabelled_stream_is_never_held_whole_as_dicts(synthetic, monkeypatch):
+    import sklearn_ssl_crf.estimators._base as base
+
+    monkeypatch.setattr(base, "_STREAM_BLOCK", 10)
+    X, y, _, _ = synthetic
+    held = []
+
+
+    params = {"graph": "trigram", "word_key": "word", "lam": 1.0, "em_iterations": 1}
+    streamed = fixed(GraphPRCRF(**params)).fit(X[:30], y[:30],
+                                                X_unlabeled=tracked_stream(X[30:], held))
+    # At most the block being featurised and the one being read (10 sentences each).
+    assert max(held) <= 20 and TrackedSentence.freed == 210
+    listed = fixed(GraphPRCRF(**params)).fit(X[:30], y[:30], X_unlabeled=X[30:])
+    np.testing.assert_array_equal(listed.state_weights_, streamed.state_weights_)
+
+
+def test_a_bad_token_in_the_stream_is_named_by_its_place_there(synthetic):
+    X, y, _, _ = synthetic
+    pool = X[30:40] + [[{"word": "a"}, {"other": "b"}]]
+    with pytest.raises(ValueError, match="token 1 of sequence 10 of X_unlabeled has no 'word' "
+                                         "key"):
+        GraphPRCRF(graph="trigram", word_key="word").fit(X[:30], y[:30],
+                                                         X_unlabeled=iter(pool))
 
 
 # -- the estimator's conventions ----------------------------------------------------------

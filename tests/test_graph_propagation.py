@@ -10,6 +10,7 @@ from scipy.sparse.linalg import spsolve
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import InvalidParameterError
+from tracked_sentences import TrackedSentence, tracked_stream
 
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.estimators._graph_propagation import GraphPropagation
@@ -184,6 +185,51 @@ def test_no_vertex_fallback_when_every_labelled_token_has_a_vertex():
 
 
 # --- input handling ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("graph", ["trigram", "knn", "given"])
+def test_a_stream_of_unlabelled_sentences_is_read_a_block_at_a_time(graph, monkeypatch):
+    # The same propagation as the list, and the stream never held whole: its lengths and
+    # its words (as codes) are kept, for 'knn' its feature rows; the tokens go.
+    import sklearn_ssl_crf.estimators._base as base
+    from sklearn_ssl_crf.graph import _trigram
+
+    monkeypatch.setattr(base, "_STREAM_BLOCK", 10)
+    monkeypatch.setattr(_trigram, "_BLOCK_TOKENS", 50)
+    X, y = make_sequences(120, features="dict", random_state=1)
+    X[50] = []
+    if graph == "given":
+        graph = trigram_graph(X, 5, word_key="word")
+    held = []
+
+
+    params = {"graph": graph, "word_key": "word", "n_neighbors": 5}
+    listed = GraphPropagation(**params).fit(X[:20], y[:20], X_unlabeled=X[20:])
+    streamed = GraphPropagation(**params).fit(X[:20], y[:20],
+                                              X_unlabeled=tracked_stream(X[20:], held))
+    assert max(held) <= 20 and TrackedSentence.freed == 100
+    assert (listed.graph_.weights != streamed.graph_.weights).nnz == 0
+    np.testing.assert_array_equal(listed.label_distributions_, streamed.label_distributions_)
+    assert streamed.transduction_ == listed.transduction_ and streamed.transduction_[50] == []
+    assert [len(labels) for labels in streamed.transduction_] == [len(x) for x in X]
+
+
+def test_a_bad_sentence_in_the_stream_is_named():
+    X, y = make_sequences(30, features="dict", random_state=1)
+    graph = trigram_graph(X, 5, word_key="word")
+    with pytest.raises(TypeError, match="X holds lists of tokens, so X_unlabeled must hold "
+                                        "them too, not ndarray"):
+        GraphPropagation(graph=graph).fit(X[:20], y[:20],
+                                          X_unlabeled=iter(X[20:29] + [np.ones((3, 2))]))
+    with pytest.raises(TypeError, match="token 0 of sequence 2 of X_unlabeled is of type "
+                                        "int"):
+        GraphPropagation(word_key="word").fit(X[:20], y[:20],
+                                              X_unlabeled=iter(X[20:22] + [[7, 8]]))
+    with pytest.raises(TypeError, match="X and X_unlabeled mix kinds of tokens: token 0 of "
+                                        "sequence 0 is a dict, token 0 of sequence 1 of "
+                                        "X_unlabeled a str"):
+        GraphPropagation(word_key="word").fit(X[:20], y[:20],
+                                              X_unlabeled=iter(X[20:21] + [["a", "b"]]))
+
 
 def test_both_unlabeled_conventions_agree():
     X, y, graph, *_ = random_problem(3)

@@ -37,15 +37,17 @@ from ._sample_weights import labelled_weights, resolve_class_weight
 from ._tagger import Tagger
 from ._uncertainty import UncertaintyMixin, per_sequence
 
-__all__ = ["BaseCRF", "featurise_training_input", "unlabeled_sequences"]
+__all__ = ["BaseCRF", "checked_stream", "featurise_training_input", "unlabeled_sequences"]
 
 
-def featurise_training_input(X, min_freq=0, stream=()):
+def featurise_training_input(X, min_freq=0, stream=(), words=None):
     """The featurizer fitted on training input X and more sequences read from ``stream``,
     and both featurised with it.
 
     ``stream`` is any iterable of sequences of the same kind as X's (a generator is read
     once), featurised a block at a time, so that at most one block of it is held as dicts.
+    ``words``: a `TrigramWords` into which the words of X and of the stream are read as
+    they are featurised (feature dicts only).
 
     Returns
     -------
@@ -59,9 +61,7 @@ def featurise_training_input(X, min_freq=0, stream=()):
     X = as_sequence_list(X)
     if len(X) == 0:
         raise ValueError("X is empty: fit needs at least one labelled sequence")
-    stream = unlabeled_input(stream, X)
-    if isinstance(stream, (str, bytes, dict)) or not hasattr(stream, "__iter__"):
-        raise not_sequences_error(stream, "X_unlabeled", "an iterable of sequences")
+    stream = checked_stream(stream, X)
     if isinstance(stream, SequenceMatrix):
         check_feature_values(stream, "X_unlabeled")
         stream = [stream]  # one block, already featurised
@@ -78,9 +78,22 @@ def featurise_training_input(X, min_freq=0, stream=()):
         return None, sequences, blocks
     if isinstance(stream, list) and any(isinstance(block, SequenceMatrix) for block in stream):
         raise TypeError("X holds feature dicts but X_unlabeled holds feature matrices")
+    if words is not None:
+        for _ in words.read_each(X):
+            pass
+        stream = words.read_each(stream, "X_unlabeled", _STREAM_BLOCK)
     vectorizer = SequenceVectorizer(min_freq=min_freq)
     sequences, blocks = vectorizer.fit_transform_stream(X, stream, _STREAM_BLOCK)
     return vectorizer, sequences, blocks
+
+
+def checked_stream(stream, X):
+    """The unlabelled sequences ``stream`` given with training input X, as they are read
+    (`unlabeled_input`), or a TypeError if they are not an iterable."""
+    stream = unlabeled_input(stream, X)
+    if isinstance(stream, (str, bytes, dict)) or not hasattr(stream, "__iter__"):
+        raise not_sequences_error(stream, "X_unlabeled", "an iterable of sequences")
+    return stream
 
 
 #: Unlabelled sequences featurised at a time when they are streamed.
@@ -170,12 +183,14 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
         """
         return self._fit_inputs_and_stream(X, y, (), min_freq)[:3]
 
-    def _fit_inputs_and_stream(self, X, y, X_unlabeled, min_freq=0):
+    def _fit_inputs_and_stream(self, X, y, X_unlabeled, min_freq=0, words=None,
+                               drop_empty=True):
         """`_fit_inputs`, with the unlabelled sequences of ``X_unlabeled`` (any iterable,
         read once, a block at a time) also returned, as a list of `SequenceMatrix` blocks
-        from which empty sequences are removed."""
+        (from which empty sequences are removed if ``drop_empty``); ``words``: as in
+        `featurise_training_input`."""
         self.vectorizer_, sequences, blocks = featurise_training_input(X, min_freq,
-                                                                      X_unlabeled)
+                                                                      X_unlabeled, words)
         labelled = self._labelled_sequences(sequences, y)
         if labelled.size == 0:
             raise no_labelled_sequence_error("y has no labelled sequence to train on")
@@ -183,8 +198,9 @@ class BaseCRF(KeywordOnlyParameters, LabelledSequenceTagsMixin, UncertaintyMixin
         self._check_fit_memory(sequences.lengths[labelled],
                                sum(block.n_tokens for block in blocks))
         self._set_label_settings(codes, sequences.lengths[labelled])
-        blocks = [block if block.lengths.all() else block[np.flatnonzero(block.lengths)]
-                  for block in blocks]
+        if drop_empty:
+            blocks = [block if block.lengths.all() else block[np.flatnonzero(block.lengths)]
+                      for block in blocks]
         return sequences, labelled, codes, blocks
 
     def _check_fit_memory(self, lengths, n_unlabeled=0):

@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..graph import SimilarityGraph, resolve_graph
+from ..graph import SimilarityGraph, TrigramWords, resolve_graph
 from ..objective import GraphLaplacianPenalty, PosteriorRegularizationTerms
 from ..training import (
     EMSettings,
@@ -47,9 +47,11 @@ from ..training import (
     sample_positions,
 )
 from ..utils import (
-    concatenate_inputs,
+    SequenceMatrix,
+    is_matrix_input,
     sequence_lists,
     single_threaded_blas,
+    stack_sequences,
     unfitted_on_failure,
 )
 from ._base import unlabeled_sequences
@@ -382,10 +384,12 @@ vectorizer_
             The labels of ``X``; None marks an unlabelled sequence, and a None label a
             token whose label is unknown (partial annotation, as in `CRF`).
         X_unlabeled : iterable of sequences of the same kind as X, default=None
-            More unlabelled sequences, held in memory whole, as X is (an iterator is
-            read into a list): the similarity graph joins tokens across the whole corpus,
-            and ``transduction_`` labels every sequence. To stream millions of sentences,
-            use `EntropyRegularizedCRF`, `SelfTrainingCRF` or `NaturalGradientCRF`.
+            More unlabelled sequences, read once (it may be a generator, or
+            ``WindowFeatures().transform(path)`` of a text file) and featurised a block
+            at a time, as by `EntropyRegularizedCRF`: they are held as feature rows, not
+            as feature dicts, and for ``graph='trigram'`` their words as integer codes.
+            The similarity graph joins tokens across the whole corpus, and
+            ``transduction_`` labels every sequence.
         X_dev, y_dev : optional
             A development set on which the settings are chosen instead of by
             cross-validation; the EM iteration with the best dev score is kept (iteration
@@ -405,25 +409,37 @@ vectorizer_
         return self.em_iterations
 
     def _prepare(self, X, y, X_unlabeled, sample_weight=None):
+        sample_size = self._selection_sample_size()  # refused before the text is read
+        # X_unlabeled is featurised a block at a time, its words read for the trigram
+        # graph as it is: never held whole as feature dicts (a kilobyte a token).
+        words = None
+        if (isinstance(self.graph, str) and self.graph == "trigram"
+                and not (isinstance(X, SequenceMatrix) or is_matrix_input(X))):
+            words = TrigramWords(self.word_key)
+        sequences, labelled, codes, streamed = self._fit_inputs_and_stream(
+            X, y, () if X_unlabeled is None else X_unlabeled, self.min_freq, words=words,
+            drop_empty=False)
         n_given = len(y)  # sample_weight's sequences: X's, before X_unlabeled
-        X, y = concatenate_inputs(X, y, X_unlabeled)
-        sequences, labelled, codes = self._fit_inputs(X, y, self.min_freq)
+        if streamed:
+            y = list(y) + [None] * sum(len(block) for block in streamed)
+            sequences = stack_sequences([sequences, *streamed])
+            del streamed
         unlabeled = unlabeled_sequences(sequences, labelled)
-        sample = self._graph_sample(sequences, unlabeled)
-        self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key,
-                                    self.n_jobs)
+        sample = self._graph_sample(sequences, unlabeled, sample_size)
+        self.graph_ = resolve_graph(self.graph, X if words is None else words, sequences,
+                                    self.n_neighbors, self.word_key, self.n_jobs)
         problem = self._labelled_problem(sequences, labelled, codes, y, sample_weight,
                                          n_given)
         problem.sample = sample
         return _GraphProblem(**vars(problem), sequences=sequences, labelled_index=labelled,
                              y=y, unlabeled_index=unlabeled)
 
-    def _graph_sample(self, sequences, unlabeled):
+    def _graph_sample(self, sequences, unlabeled, size):
         """The `UnlabeledSample` (by index) of the unlabeled sequences ``unlabeled``
         (indices into ``sequences``) on which the cross-validation folds run: at most
-        ``selection_unlabeled`` of them, drawn with ``random_state``; None for all."""
-        chosen = sample_positions(len(unlabeled), self._selection_sample_size(),
-                                  self.random_state)
+        ``size`` of them, drawn with ``random_state``; None for all (``size`` None or at
+        least their number)."""
+        chosen = sample_positions(len(unlabeled), size, self.random_state)
         if chosen is None:
             return None
         lengths = sequences.lengths

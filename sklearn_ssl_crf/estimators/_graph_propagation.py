@@ -6,6 +6,8 @@ regularisation (`GraphPRCRF`); a CRF trained on its output is the GP -> CRF base
 """
 
 import warnings
+from collections.abc import Mapping
+from itertools import chain
 from numbers import Integral, Real
 
 import numpy as np
@@ -15,7 +17,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..graph import SimilarityGraph, resolve_graph
+from ..graph import SimilarityGraph, TrigramWords, resolve_graph
 from ..metrics import no_labelled_sequence_error
 from ..utils import (
     KeywordOnlyParameters,
@@ -24,13 +26,12 @@ from ..utils import (
     as_sequence_list,
     check_labels,
     check_memory,
-    concatenate_inputs,
     encode_labels,
-    sequence_lengths,
     sequence_lists,
+    stack_sequences,
     unfitted_on_failure,
 )
-from ._base import featurise_training_input
+from ._base import checked_stream, featurise_training_input
 
 __all__ = ["GraphPropagation"]
 
@@ -173,21 +174,22 @@ class GraphPropagation(KeywordOnlyParameters, LabelledSequenceTagsMixin, BaseEst
             The labels of ``X``; None marks an unlabelled sequence, and a None label a
             token whose label is unknown (partial annotation, as in `CRF`).
         X_unlabeled : iterable of sequences of the same kind as X, default=None
-            More unlabelled sequences, appended after X, held in memory whole, as X is
-            (an iterator is read into a list): the similarity graph joins tokens across
-            the whole corpus, and ``transduction_`` labels every sequence. To stream
-            millions of sentences, use `EntropyRegularizedCRF`, `SelfTrainingCRF` or
-            `NaturalGradientCRF`.
+            More unlabelled sequences, appended after X, read once (it may be a
+            generator) a block at a time: held as their lengths and, for
+            ``graph='trigram'``, their words as integer codes (for ``graph='knn'``, as
+            feature rows), never whole as tokens. The similarity graph joins tokens
+            across the whole corpus, and ``transduction_`` labels every sequence.
 
         Returns
         -------
         self : GraphPropagation
             The fitted estimator.
         """
-        X, y = concatenate_inputs(X, y, X_unlabeled)
         X = as_sequence_list(X)
-        sequences, labelled_tokens, codes = self._fit_inputs(X, y)
-        self.graph_ = resolve_graph(self.graph, X, sequences, self.n_neighbors, self.word_key)
+        sequences, words = self._training_sequences(X, X_unlabeled)
+        labelled_tokens, codes = self._labelled_tokens(y, sequences, len(X))
+        self.graph_ = resolve_graph(self.graph, X if words is None else words, sequences,
+                                    self.n_neighbors, self.word_key)
         n_vertices, n_labels = self.graph_.n_vertices, len(self.classes_)
         check_memory({f"label counts and distributions ({n_vertices:,} vertices x "
                       f"{n_labels:,} labels)": 16 * n_vertices * n_labels},
@@ -208,23 +210,34 @@ class GraphPropagation(KeywordOnlyParameters, LabelledSequenceTagsMixin, BaseEst
         self.transduction_ = sequence_lists(labels, sequences.offsets)
         return self
 
-    def _fit_inputs(self, X, y):
-        """Check y, learn ``classes_``, and featurise X if the graph is built from its
-        feature rows (``graph='knn'``).
+    def _training_sequences(self, X, X_unlabeled):
+        """The sequences of X and of ``X_unlabeled`` (read once, a block at a time) as one
+        `SequenceMatrix`, featurised if the graph is built from feature rows
+        (``graph='knn'``) or X is not lists of tokens, otherwise without columns
+        (propagation needs only the sequences' lengths); and for ``graph='trigram'`` their
+        words (`TrigramWords`), read as they pass, else None."""
+        stream = () if X_unlabeled is None else X_unlabeled
+        lists = len(X) > 0 and all(type(seq) is list for seq in X)
+        if not lists or (isinstance(self.graph, str) and self.graph == "knn"):
+            _, sequences, blocks = featurise_training_input(X, stream=stream)
+            return (stack_sequences([sequences, *blocks]) if blocks else sequences), None
+        stream = checked_stream(stream, X)
+        words = None
+        if isinstance(self.graph, str) and self.graph == "trigram":
+            words = TrigramWords(self.word_key)
+            X, stream = words.read_each(X), words.read_each(stream, "X_unlabeled")
+        lengths = np.fromiter(chain(map(len, X), map(_streamed_length, stream)),
+                              dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        return SequenceMatrix(sp.csr_matrix((int(offsets[-1]), 0)), offsets), words
 
-        Returns the `SequenceMatrix` of X (without columns when X is lists of tokens and
-        the graph is not built from feature rows: propagation needs only the sequences'
-        lengths), the indices of the labelled tokens (all sequences end to end) and their
+    def _labelled_tokens(self, y, sequences, n_given):
+        """Check y (the labels of the first ``n_given`` sequences), learn ``classes_``.
+
+        Returns the indices of the labelled tokens (all sequences end to end) and their
         label codes.
         """
-        lists = isinstance(X, list) and len(X) > 0 and all(type(seq) is list for seq in X)
-        if lists and not (isinstance(self.graph, str) and self.graph == "knn"):
-            # Sequences of token dicts (or tokens): only their lengths are needed.
-            offsets = np.concatenate([[0], np.cumsum(sequence_lengths(X))])
-            sequences = SequenceMatrix(sp.csr_matrix((int(offsets[-1]), 0)), offsets)
-        else:
-            _, sequences, _ = featurise_training_input(X)
-        labelled = check_labels(y, sequences.lengths, partial=True)
+        labelled = check_labels(y, sequences.lengths[:n_given], partial=True)
         if labelled.size == 0:
             raise no_labelled_sequence_error("y has no labelled sequence to train on")
         self.classes_, codes = encode_labels(y[i] for i in labelled)
@@ -235,7 +248,7 @@ class GraphPropagation(KeywordOnlyParameters, LabelledSequenceTagsMixin, BaseEst
         labelled_tokens = np.flatnonzero(np.repeat(is_labelled, sequences.lengths))
         # A None label (partial annotation) leaves its token unlabelled.
         known = codes >= 0
-        return sequences, labelled_tokens[known], codes[known]
+        return labelled_tokens[known], codes[known]
 
     def _token_codes(self, labelled_tokens, codes, reached):
         """The label code of every token (rules in the class docstring); ``reached``: the
@@ -364,3 +377,12 @@ def _most_frequent(codes, fallback_codes, n_labels):
     if codes.size == 0:
         codes = fallback_codes
     return int(np.bincount(codes, minlength=n_labels).argmax())
+
+
+def _streamed_length(sequence):
+    """The number of tokens of a sequence of X_unlabeled, whose X holds lists of tokens."""
+    if (sp.issparse(sequence) or isinstance(sequence, (np.ndarray, str, bytes, Mapping))
+            or not hasattr(sequence, "__len__")):
+        raise TypeError(f"X holds lists of tokens, so X_unlabeled must hold them too, not "
+                        f"{type(sequence).__name__}")
+    return len(sequence)

@@ -10,6 +10,6 @@ a graph aligned with its training tokens.
 from ._knn import knn_graph
 from ._resolve import resolve_graph
 from ._similarity_graph import SimilarityGraph
-from ._trigram import trigram_graph
+from ._trigram import TrigramWords, trigram_graph
 
-__all__ = ["SimilarityGraph", "knn_graph", "resolve_graph", "trigram_graph"]
+__all__ = ["SimilarityGraph", "TrigramWords", "knn_graph", "resolve_graph", "trigram_graph"]

@@ -5,7 +5,7 @@ tokens.
 from ..utils import SequenceMatrix, is_matrix_input
 from ._knn import knn_graph
 from ._similarity_graph import SimilarityGraph
-from ._trigram import trigram_graph
+from ._trigram import TrigramWords, trigram_graph
 
 
 def resolve_graph(graph, X, sequences, n_neighbors=None, word_key="word.lower",
@@ -21,8 +21,9 @@ def resolve_graph(graph, X, sequences, n_neighbors=None, word_key="word.lower",
         ``"trigram"``: `trigram_graph` of the words of X; ``"knn"``: `knn_graph` of the
         token rows of ``sequences``; a `SimilarityGraph`: used as given, after checking it
         maps as many tokens as X has.
-    X : list of sequences
-        The training input as the user gave it (labelled and unlabelled sequences together).
+    X : list of sequences, or TrigramWords
+        The training input as the user gave it (labelled and unlabelled sequences
+        together), or, for ``"trigram"``, its words already read (`TrigramWords`).
     sequences : SequenceMatrix
         The featurised X.
     n_neighbors : int, default=None
@@ -57,7 +58,8 @@ def resolve_graph(graph, X, sequences, n_neighbors=None, word_key="word.lower",
     if isinstance(graph, SimilarityGraph):
         built = graph
     elif isinstance(graph, str) and graph == "trigram":
-        if isinstance(X, SequenceMatrix) or is_matrix_input(X):
+        if not isinstance(X, TrigramWords) and (isinstance(X, SequenceMatrix)
+                                                or is_matrix_input(X)):
             raise TypeError("graph='trigram' needs words: pass feature dicts or tokens, or "
                             "pass a SimilarityGraph")
         built = trigram_graph(X, 60 if n_neighbors is None else n_neighbors,

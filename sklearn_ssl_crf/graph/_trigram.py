@@ -42,7 +42,7 @@ _START, _END = "<s>", "</s>"
 PRUNED_FROM = 200_000
 
 
-# Tokens read into Python objects at a time (`_read_words`).
+# Tokens read into Python objects at a time (`TrigramWords.read_each`).
 _BLOCK_TOKENS = 2**20
 
 
@@ -61,10 +61,12 @@ def trigram_graph(X, n_neighbors=60, word_key="word.lower", suffixes="auto",
 
     Parameters
     ----------
-    X : list of sequences
+    X : iterable of sequences, or TrigramWords
         Each sequence a list of tokens, all of one kind: feature dicts (the word is
         ``token[word_key]``, used as is), or raw tokens: a str, or a tuple or list whose first
-        item is the word (lower-cased here).
+        item is the word (lower-cased here). Read once, a block at a time (a generator
+        is read without holding it whole). Or the words of text already read
+        (`TrigramWords`, whose own ``word_key`` applies).
     n_neighbors : int, default=60
         The k of the mutual k-NN criterion (the paper's value for part-of-speech tagging).
     word_key : str, default="word.lower"
@@ -252,26 +254,127 @@ def _check_suffixes(suffixes):
     return sorted(set(suffixes))
 
 
-def _sequence_list(X):
-    """X as a list of token sequences, or a TypeError/ValueError saying what is wrong."""
-    if isinstance(X, SequenceMatrix) or sp.issparse(X):
-        raise TypeError(_NEEDS_WORDS)
-    if isinstance(X, (str, bytes, Mapping)) or not hasattr(X, "__iter__"):
-        raise TypeError(f"X must be a list of sequences of tokens, got {type(X).__name__}")
-    X = list(X)
-    if not X:
-        raise ValueError("X is empty: trigram_graph needs at least one sequence")
-    for i, sequence in enumerate(X):
-        if sp.issparse(sequence) or isinstance(sequence, np.ndarray):
+class TrigramWords:
+    """The words of text as integer codes, read a block of sequences at a time.
+
+    What `trigram_graph` builds its graph from. Give it this instead of the text when the
+    text is read once for several purposes (a stream featurised as it is read, as
+    `GraphPRCRF` does): only one block's words are held as Python objects, the codes of
+    all as one integer array (4 bytes a token), and the graph is the one of all the
+    sequences read, in the order read.
+
+    Parameters
+    ----------
+    word_key : str, default="word.lower"
+        The key of the word in feature dicts, as in `trigram_graph`.
+
+    See Also
+    --------
+    trigram_graph : The graph of the words read.
+
+    Examples
+    --------
+    >>> from sklearn_ssl_crf.graph import TrigramWords, trigram_graph
+    >>> words = TrigramWords()
+    >>> for sentence in words.read_each(iter([["The", "cat", "sat"], ["The", "dog", "sat"]])):
+    ...     pass                                       # each sentence used for more here
+    >>> trigram_graph(words).token_vertices
+    array([0, 1, 2, 3, 4, 5])
+    """
+
+    def __init__(self, word_key="word.lower"):
+        if not isinstance(word_key, str):
+            raise TypeError(f"word_key must be a str, got {type(word_key).__name__}")
+        self.word_key = word_key
+        self._index = {}  # word -> code, in order of first appearance
+        self._first_kind = None  # the first token's kind, type name and place
+        self._codes, self._lengths = [], []
+
+    def read_each(self, sequences, name="X", block_sequences=None):
+        """Read the words of sequences, passing each sequence on once its block is read.
+
+        Parameters
+        ----------
+        sequences : iterable of sequences of tokens
+            Read once (it may be a generator), a block at a time: a block ends at about
+            2**20 tokens, or at ``block_sequences`` sequences.
+        name : str, default="X"
+            What errors call ``sequences`` (a bad token is named by its place there).
+        block_sequences : int, default=None
+            Sequences a block holds at most (None: no bound), so that a caller that
+            featurises the sequences passed on holds about one block of them.
+
+        Yields
+        ------
+        sequence : sequence of tokens
+            Each sequence of ``sequences``, in order, once its words are read.
+        """
+        if isinstance(sequences, SequenceMatrix) or sp.issparse(sequences):
             raise TypeError(_NEEDS_WORDS)
-        if isinstance(sequence, (str, bytes, Mapping)) or not hasattr(sequence, "__len__"):
-            raise TypeError(f"sequence {i} of X must be a list of tokens, got "
-                            f"{type(sequence).__name__}")
-    return X
+        if isinstance(sequences, (str, bytes, Mapping)) or not hasattr(sequences, "__iter__"):
+            raise TypeError(f"{name} must be a list of sequences of tokens, got "
+                            f"{type(sequences).__name__}")
+        block, n_tokens, first = [], 0, 0
+        for sequence in sequences:
+            if sp.issparse(sequence) or isinstance(sequence, np.ndarray):
+                raise TypeError(_NEEDS_WORDS)
+            if isinstance(sequence, (str, bytes, Mapping)) or not hasattr(sequence, "__len__"):
+                raise TypeError(f"sequence {first + len(block)} of {name} must be a list of "
+                                f"tokens, got {type(sequence).__name__}")
+            block.append(sequence)
+            n_tokens += len(sequence)
+            if n_tokens >= _BLOCK_TOKENS or len(block) == block_sequences:
+                self._read(block, name, first)
+                first += len(block)
+                yield from block
+                block, n_tokens = [], 0
+        if block:
+            self._read(block, name, first)
+            yield from block
+
+    def _read(self, block, name, first):
+        """Read the list of sequences ``block``, whose first is sequence ``first`` of
+        ``name``."""
+        lengths = np.fromiter(map(len, block), dtype=np.int64, count=len(block))
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        tokens = list(chain.from_iterable(block))
+        if len(tokens) != offsets[-1]:
+            i = next(i for i in range(len(block)) if len(list(block[i])) != lengths[i])
+            raise ValueError(f"sequence {first + i} of {name} gives {len(list(block[i]))} "
+                             f"tokens when read but its len() is {lengths[i]}")
+        self._lengths.append(lengths)
+        if not tokens:
+            return
+        where = _Places(offsets, first, name)
+        if self._first_kind is None:
+            self._first_kind = (_token_kind(type(tokens[0])), type(tokens[0]).__name__,
+                                where(0), name)
+        _check_token_kinds(tokens, self._first_kind, where)
+        words = _token_words(tokens, self._first_kind[0], self.word_key, where)
+        index = self._index
+        codes = np.fromiter((index.setdefault(word, len(index)) for word in words),
+                            dtype=np.int64, count=len(words))
+        self._codes.append(codes.astype(np.int32) if len(index) < 2**31 else codes)
+
+    def _read_all(self):
+        """Codes of the normalised words of all tokens read, the words, and the sequences'
+        offsets. Word forms are normalised once per distinct word."""
+        if not self._lengths:
+            raise ValueError("X is empty: trigram_graph needs at least one sequence")
+        offsets = np.concatenate([[0], np.cumsum(np.concatenate(self._lengths))])
+        if offsets[-1] == 0:
+            raise ValueError("X has no tokens")
+        code_dtype = np.int32 if len(self._index) < 2**31 else np.int64
+        codes = np.concatenate(self._codes).astype(code_dtype, copy=False)
+        forms = [_NUMBER_WORD if _NUMBER.fullmatch(word) else word for word in self._index]
+        form_index = {}
+        renumber = np.array([form_index.setdefault(form, len(form_index)) for form in forms],
+                            dtype=code_dtype)
+        return renumber[codes], list(form_index), offsets
 
 
 def _trigram_occurrences(X, word_key):
-    """The trigram type of every token of X.
+    """The trigram type of every token of X (a list of sequences, or `TrigramWords`).
 
     Returns
     -------
@@ -285,7 +388,11 @@ def _trigram_occurrences(X, word_key):
     name_codes : ndarray of shape (3, n_vertices)
         The word codes of the trigram of each vertex (`_vertex_names`).
     """
-    codes, words, offsets = _read_words(X, word_key)
+    if not isinstance(X, TrigramWords):
+        text, X = X, TrigramWords(word_key)
+        for _ in X.read_each(text):
+            pass
+    codes, words, offsets = X._read_all()
     words = words + [_START, _END]
     has_vertex = _has_alphanumeric(words)[codes]
     window = _windows(codes, offsets, 2, len(words) - 2, len(words) - 1)[:, has_vertex]
@@ -308,70 +415,40 @@ def _vertex_names(name_codes, words):
     return list(zip(*(word_array[codes].tolist() for codes in name_codes)))
 
 
-def _read_words(X, word_key):
-    """Codes of the normalised words of all tokens of X, the words, and sequence offsets.
+class _Places:
+    """'token p of sequence i of X' for the j-th token of a block of sequences laid end
+    to end (offsets), whose first sequence is sequence ``first`` of ``name``."""
 
-    This is the one pass over tokens in Python, a block of sequences at a time: only one
-    block's words are held as Python objects, and the codes of all as one integer array.
-    Word forms are normalised once per distinct word; everything after works on codes.
-    """
-    X = _sequence_list(X)
-    lengths = np.fromiter(map(len, X), dtype=np.int64, count=len(X))
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    if offsets[-1] == 0:
-        raise ValueError("X has no tokens")
-    code_dtype = np.int32 if offsets[-1] < 2**31 else np.int64
-    codes = np.empty(offsets[-1], dtype=code_dtype)
-    index, first_kind = {}, None
-    for first, last in _sequence_blocks(offsets, _BLOCK_TOKENS):
-        tokens = list(chain.from_iterable(X[first:last]))
-        if len(tokens) != offsets[last] - offsets[first]:
-            i = next(i for i in range(first, last) if len(list(X[i])) != lengths[i])
-            raise ValueError(f"sequence {i} of X gives {len(list(X[i]))} tokens when read "
-                             f"but its len() is {lengths[i]}")
-        first_kind = _token_kind_of(tokens, first_kind, offsets, offsets[first])
-        words = _token_words(tokens, first_kind[0], word_key, offsets, offsets[first])
-        codes[offsets[first]:offsets[last]] = np.fromiter(
-            (index.setdefault(word, len(index)) for word in words), dtype=code_dtype,
-            count=len(words))
-    forms = [_NUMBER_WORD if _NUMBER.fullmatch(word) else word for word in index]
-    form_index = {}
-    renumber = np.array([form_index.setdefault(form, len(form_index)) for form in forms],
-                        dtype=code_dtype)
-    return renumber[codes], list(form_index), offsets
+    def __init__(self, offsets, first, name):
+        self.offsets, self.first, self.name = offsets, first, name
+
+    def __call__(self, j):
+        i = int(np.searchsorted(self.offsets, j, side="right")) - 1
+        where = f"token {j - self.offsets[i]} of sequence {self.first + i}"
+        return where if self.name == "X" else f"{where} of {self.name}"
 
 
-def _sequence_blocks(offsets, n_tokens):
-    """(first, last) of consecutive blocks of sequences of about ``n_tokens`` tokens each
-    (a longer sequence is a block of its own)."""
-    marks = np.arange(n_tokens, offsets[-1], n_tokens)
-    stops = np.unique(np.concatenate([np.searchsorted(offsets, marks), [offsets.size - 1]]))
-    stops = stops[stops > 0]
-    return zip(np.concatenate([[0], stops[:-1]]).tolist(), stops.tolist())
-
-
-def _token_kind_of(tokens, first, offsets, base):
-    """The kind of all ``tokens`` (the flat tokens from ``base`` on), which must be that of
-    the first token of X, ``first``: its (kind, type name), None for the first block.
-    Returns ``first``."""
-    if first is None:
-        first = _token_kind(type(tokens[0])), type(tokens[0]).__name__
+def _check_token_kinds(tokens, first_kind, where):
+    """Check that all ``tokens`` (a block's, flat; ``where(j)`` names the j-th) are of the
+    kind of the first token read, ``first_kind``: its (kind, type name, place, text's
+    name)."""
     kinds = {_token_kind(token_type) for token_type in set(map(type, tokens))}
-    if kinds == {first[0]} and first[0] is not None:
-        return first
+    if kinds == {first_kind[0]} and first_kind[0] is not None:
+        return
     j = next(j for j, token in enumerate(tokens)
-             if _token_kind(type(token)) is None or _token_kind(type(token)) != first[0])
+             if _token_kind(type(token)) is None or _token_kind(type(token)) != first_kind[0])
     if _token_kind(type(tokens[j])) is None:
-        raise TypeError(f"{_where(base + j, offsets)} is of type {type(tokens[j]).__name__}: "
-                        "tokens must be feature dicts, str, or tuples whose first item is the "
-                        "word")
-    raise TypeError(f"X mixes kinds of tokens: {_where(0, offsets)} is a {first[1]}, "
-                    f"{_where(base + j, offsets)} a {type(tokens[j]).__name__}")
+        raise TypeError(f"{where(j)} is of type {type(tokens[j]).__name__}: tokens must be "
+                        "feature dicts, str, or tuples whose first item is the word")
+    texts = (f"{first_kind[3]} mixes" if first_kind[3] == where.name
+             else f"{first_kind[3]} and {where.name} mix")
+    raise TypeError(f"{texts} kinds of tokens: {first_kind[2]} is a {first_kind[1]}, "
+                    f"{where(j)} a {type(tokens[j]).__name__}")
 
 
-def _token_words(tokens, kind, word_key, offsets, base):
-    """The word of every token (flat list, of one ``kind``, from flat token ``base`` on),
-    checked to be a str."""
+def _token_words(tokens, kind, word_key, where):
+    """The word of every token (a block's, flat, of one ``kind``; ``where(j)`` names the
+    j-th), checked to be a str."""
     if kind == "str":
         return [token.lower() for token in tokens]
     try:
@@ -380,12 +457,12 @@ def _token_words(tokens, kind, word_key, offsets, base):
         j = next(j for j, token in enumerate(tokens)
                  if (word_key not in token if kind == "dict" else len(token) == 0))
         missing = f"no {word_key!r} key" if kind == "dict" else "no items"
-        raise ValueError(f"{_where(base + j, offsets)} has {missing}") from None
+        raise ValueError(f"{where(j)} has {missing}") from None
     if not all(issubclass(word_type, str) for word_type in set(map(type, words))):
         j = next(j for j, word in enumerate(words) if not isinstance(word, str))
         what = f"{word_key!r}" if kind == "dict" else "first item (the word)"
-        raise ValueError(f"{_where(base + j, offsets)}: its {what} is of type "
-                         f"{type(words[j]).__name__}, not a str")
+        raise ValueError(f"{where(j)}: its {what} is of type {type(words[j]).__name__}, not "
+                         "a str")
     return words if kind == "dict" else [word.lower() for word in words]
 
 
@@ -397,12 +474,6 @@ def _token_kind(token_type):
     if issubclass(token_type, (tuple, list)):
         return "tuple"
     return None
-
-
-def _where(j, offsets):
-    """'token p of sequence i' for the j-th token of all sequences laid end to end."""
-    i = int(np.searchsorted(offsets, j, side="right")) - 1
-    return f"token {j - offsets[i]} of sequence {i}"
 
 
 def _has_alphanumeric(words):
