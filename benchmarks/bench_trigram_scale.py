@@ -32,7 +32,10 @@ the real text does:
     row, its top k (positive similarities, ties to the lower vertex), then the same for each
     of those candidates for the mutual criterion; the recall is the share of the sampled
     vertices' exact edges that the graph has. Where the run is exact, the oracle's edges
-    must be the graph's (column "oracle agrees").
+    must be the graph's (column "oracle agrees"). With ``--stream`` the text is written
+    to a file (one sentence a line) and freed before the graph, which reads it from
+    there (`datasets.iter_text`, a block at a time): the memory of a user whose text is
+    in a file ("text RSS" is then the process's before the graph, without the text).
 
 On the 2-core machine shared with other jobs (load average 2-4), at 7e28a83: ``curves``
 took 4 minutes (5.4 GB: the type count of 10^6 sentences); 100,000 sentences (1.5 million
@@ -65,7 +68,7 @@ import scipy.sparse as sp
 from bench_trigram_search import share_or_count
 from conll_features import DEFAULT_DATA
 
-from sklearn_ssl_crf.datasets import load_bc2gm, load_conll2000, load_ud_english_ewt
+from sklearn_ssl_crf.datasets import iter_text, load_bc2gm, load_conll2000, load_ud_english_ewt
 from sklearn_ssl_crf.graph import _approximate, _trigram, trigram_graph
 from sklearn_ssl_crf.graph._trigram import _ALPHANUMERIC, _NUMBER, _trigram_occurrences
 
@@ -427,6 +430,13 @@ def child(args):
     del model
     generated = time.perf_counter() - started
     tokens = sum(map(len, text))
+    if args.stream:
+        folder = tempfile.TemporaryDirectory()
+        path = Path(folder.name) / "text.txt"
+        with open(path, "w", encoding="utf-8") as file:
+            file.writelines(" ".join(sentence) + "\n" for sentence in text)
+        del text
+        text = iter_text(path)
     text_rss, text_peak = memory_mb()
     stage("text ready", started)
     try:  # restart the kernel's peak of resident memory (VmHWM) at the graph's start
@@ -474,6 +484,8 @@ def child(args):
     n_types = graph.n_vertices
     digest = graph_digest(weights)
     del graph
+    if args.stream:
+        text = iter_text(path)
     window, vertex_of_occurrence, _, words, name_codes = occurrences(text, "word.lower")
     del text
     features, _ = pmi_features(window, vertex_of_occurrence, name_codes.shape[1], words,
@@ -500,7 +512,7 @@ def run_child(args, size, algorithm, candidates, ef_search):
     command = [sys.executable, __file__, "--child", str(size), "--algorithm", algorithm,
                "--data-dir", str(args.data_dir), "--sample", str(args.sample),
                "--order1", str(args.order1), "--seed", str(args.seed),
-               "--n-jobs", str(args.n_jobs)]
+               "--n-jobs", str(args.n_jobs), *(["--stream"] if args.stream else [])]
     if args.max_df is not None:
         command += ["--max-df", str(args.max_df)]
     if candidates is not None:
@@ -596,6 +608,8 @@ def main(argv=None):
     parser.add_argument("--max-rss-mb", type=int, default=6000)
     parser.add_argument("--max-seconds", type=int, default=1800)
     parser.add_argument("--json", help="write the runs' results (stages included) here")
+    parser.add_argument("--stream", action="store_true",
+                        help="the graph reads the text from a file, a block at a time")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--algorithm", default="hnsw", help=argparse.SUPPRESS)
     parser.add_argument("--candidates", type=int, help=argparse.SUPPRESS)
