@@ -1,6 +1,7 @@
 """GraphPRCRF: the E-step and M-step against enumeration and finite differences, EM's
 monotonicity, the special cases, conventions and parallelism."""
 
+import gc
 import itertools
 import pickle
 
@@ -16,6 +17,7 @@ from sklearn_ssl_crf import CRF, GraphPRCRF, SequenceMatrix, WindowFeatures, Win
 from sklearn_ssl_crf.datasets import load_ud_english_ewt, make_sequences, read_ocr_letters
 from sklearn_ssl_crf.graph import SimilarityGraph, knn_graph, trigram_graph
 from sklearn_ssl_crf.objective import GraphLaplacianPenalty, PosteriorRegularizationTerms
+from sklearn_ssl_crf.objective._posterior_regularization import Auxiliary
 from sklearn_ssl_crf.optim import CurvatureHistory, minimize_lbfgs
 from sklearn_ssl_crf.parallel import ChunkedSequences, _chunked
 from sklearn_ssl_crf.potentials._weight_layout import WeightLayout
@@ -194,6 +196,31 @@ def test_estep_objective_never_rises_over_its_iterations(synthetic):
     objectives = [start["estep_objective"]] + objectives
     assert np.all(np.diff(objectives) <= 1e-12 * abs(objectives[0]))
     assert objectives[-1] < 0.9 * objectives[0]
+
+
+def test_an_estep_holds_three_vertex_tables_besides_the_one_it_makes(synthetic, monkeypatch):
+    """Each q holds (vertices x labels) tables, gigabytes on a graph of millions of
+    vertices: at every evaluation of a new q, the q's alive hold at most three (the
+    EM's kept q its offsets, the E-step's current q its offsets and penalty gradient);
+    the start of an E-step and a rejected trial are let go. Before: up to ten."""
+    X, _, y_partial, graph = synthetic
+    held = []
+    evaluate = PosteriorRegularizationTerms.auxiliary
+
+    def counted(terms, theta, log_z, offsets):
+        alive = [q for q in gc.get_objects() if isinstance(q, Auxiliary)]
+        held.append(sum(1 + (q.penalty_gradient is not None) for q in alive))
+        return evaluate(terms, theta, log_z, offsets)
+
+    monkeypatch.setattr(PosteriorRegularizationTerms, "auxiliary", counted)
+    # Large first steps (estep_eta) are rejected and halved: the trials' case too.
+    model = fixed(GraphPRCRF(graph=graph, lam=2.0, em_iterations=4, em_tol=0.0,
+                             estep_eta=1.0)).fit(X, y_partial)
+    steps = sum(entry["estep_iterations"] for entry in em_entries(model))
+    # One evaluation at the start, one an E-step's start after the first, one a step:
+    # the others are rejected trials.
+    assert len(held) > 1 + 3 + steps
+    assert max(held) == 3
 
 
 @pytest.mark.parametrize("params", [

@@ -32,9 +32,10 @@ def laplacian_case():
     return weights, token_vertices, seed_sums, marginals
 
 
-def test_laplacian_value_is_the_definition(laplacian_case):
+@pytest.mark.parametrize("seeds", [np.asarray, sp.csr_matrix], ids=["dense", "sparse"])
+def test_laplacian_value_is_the_definition(laplacian_case, seeds):
     weights, token_vertices, seed_sums, marginals = laplacian_case
-    penalty = GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices, seed_sums)
+    penalty = GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices, seeds(seed_sums))
     n_vertices = weights.shape[0]
     averages = np.full((n_vertices, marginals.shape[1]), np.nan)
     for vertex in range(n_vertices):

@@ -500,7 +500,7 @@ vectorizer_
         seeded = (labelled_vertices >= 0) & (codes >= 0)
         seed_sums = sp.csr_matrix(
             (np.ones(seeded.sum()), (labelled_vertices[seeded], codes[seeded])),
-            shape=(self.graph_.n_vertices, len(self.classes_))).toarray()
+            shape=(self.graph_.n_vertices, len(self.classes_)))
         return GraphLaplacianPenalty(self.graph_.weights,
                                      vertices[np.isin(sequence_of_token, unlabeled)], seed_sums,
                                      keep_degrees)

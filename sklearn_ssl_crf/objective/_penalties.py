@@ -57,7 +57,9 @@ class MarginalPenalty:
         Parameters
         ----------
         group_sums : ndarray of shape (n_groups, n_labels)
-            Per group, the sum of the node marginals of its tokens.
+            Per group, the sum of the node marginals of its tokens. The penalty may
+            overwrite it (callers pass a fresh array): on a graph of millions of vertices
+            one such table is gigabytes.
 
         Returns
         -------
@@ -122,8 +124,9 @@ class GraphLaplacianPenalty(MarginalPenalty):
         Symmetric non-negative edge weights (a `SimilarityGraph`'s ``weights``).
     token_vertices : ndarray of int of shape (n_tokens,)
         Vertex of every unlabelled token (-1: none).
-    seed_sums : ndarray of shape (n_vertices, n_labels)
-        Per vertex, the count of each gold label among its labelled tokens.
+    seed_sums : ndarray or scipy.sparse matrix of shape (n_vertices, n_labels)
+        Per vertex, the count of each gold label among its labelled tokens (held sparse:
+        few vertices have a labelled token).
     keep_degrees : bool, default=False
         Where some of a vertex's neighbours have no token (the tokens are a sample of
         those the graph was built on), scale each kept edge ``ab`` by
@@ -137,6 +140,8 @@ class GraphLaplacianPenalty(MarginalPenalty):
         The vertex of each group: those with a token or a seed.
     token_groups : ndarray of int of shape (n_tokens,)
         The group of every token (-1: none).
+    n_labels : int
+        The number of labels (``seed_sums``' columns).
 
     See Also
     --------
@@ -159,21 +164,23 @@ class GraphLaplacianPenalty(MarginalPenalty):
 
     def __init__(self, weights, token_vertices, seed_sums, keep_degrees=False):
         token_vertices = np.asarray(token_vertices, dtype=np.int64)
-        seed_sums = np.asarray(seed_sums, dtype=np.float64)
-        n_vertices = seed_sums.shape[0]
+        seed_sums = sp.csr_matrix(seed_sums, dtype=np.float64)
+        n_vertices, self.n_labels = seed_sums.shape
         outside = (token_vertices < -1) | (token_vertices >= n_vertices)
         if outside.any():
             raise ValueError(f"token_vertices must be -1 (none) or one of the {n_vertices} "
                              f"vertices of seed_sums' rows, got {token_vertices[outside][0]}")
-        counts = seed_sums.sum(axis=1) + np.bincount(token_vertices[token_vertices >= 0],
-                                                     minlength=n_vertices)
+        counts = np.asarray(seed_sums.sum(axis=1)).ravel() + np.bincount(
+            token_vertices[token_vertices >= 0], minlength=n_vertices)
         present = counts > 0
         self.vertices = np.flatnonzero(present)
         self.n_groups = self.vertices.size
         group_of = np.full(n_vertices + 1, -1, dtype=np.int64)  # the last: no vertex (-1)
         group_of[self.vertices] = np.arange(self.n_groups)
         self.token_groups = group_of[token_vertices]
-        self.seed_sums = seed_sums[present]
+        seeds = sp.coo_matrix(seed_sums[present])
+        seeds.sum_duplicates()
+        self._seed_entries, self._seed_values = (seeds.row, seeds.col), seeds.data
         self.inverse_counts = 1.0 / counts[present][:, None]
         weights = sp.csr_matrix(weights)
         # Rows and columns taken in order keep each row's entries in order, so the sums
@@ -196,7 +203,7 @@ class GraphLaplacianPenalty(MarginalPenalty):
         ----------
         group_sums : ndarray of shape (n_groups, n_labels)
             Per group (vertex of ``vertices``), the sum of the node marginals of its
-            unlabelled tokens.
+            unlabelled tokens; overwritten with the vertex averages.
 
         Returns
         -------
@@ -205,7 +212,8 @@ class GraphLaplacianPenalty(MarginalPenalty):
         gradient : ndarray of shape (n_groups, n_labels)
             ``2 (L m)_a / count_a`` for the vertex ``a`` of each group.
         """
-        averages = self.seed_sums + group_sums
+        averages = group_sums
+        np.add.at(averages, self._seed_entries, self._seed_values)  # each entry once
         averages *= self.inverse_counts
         laplacian_averages = self.laplacian @ averages
         value = float(np.vdot(averages, laplacian_averages))

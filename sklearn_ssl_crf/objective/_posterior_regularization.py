@@ -25,7 +25,7 @@ class Auxiliary:
     penalty: float             # h
     objective: float           # kl + lam * h, at theta'
 
-    penalty_gradient: np.ndarray
+    penalty_gradient: np.ndarray  # the E-step's: None once q is left behind
     key: str = None                    # under which the chunks keep q's marginals
     features: np.ndarray = None        # E_q[F], packed as theta
     expected_log_q: float = None       # E_q[log q]
@@ -85,9 +85,9 @@ class PosteriorRegularizationTerms:
             log_z_q, sums = self.unlabeled_data.sum(_chunk_auxiliary_statistics, state,
                                                      transition, offsets, keys, False)
         sums = sums.toarray()
-        penalty, gradient = self.penalty.value_and_gradient(sums)
         # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
         kl = float(np.vdot(offsets, sums)) - log_z_q + log_z
+        penalty, gradient = self.penalty.value_and_gradient(sums)  # overwrites the sums
         return Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient,
                          keys[1])
 

@@ -61,7 +61,8 @@ class ExpectationMaximisation:
         start_terms = terms.likelihood_terms(theta)
         log_z = start_terms.log_z
         # q = p_theta: no offsets (one row per group of the penalty, a vertex, and label).
-        q = terms.auxiliary(theta, log_z, np.zeros_like(terms.penalty.seed_sums))
+        q = terms.auxiliary(theta, log_z,
+                            np.zeros((terms.penalty.n_groups, terms.penalty.n_labels)))
         likelihood = -(start_terms.value + settings.c1 * np.abs(theta).sum())
         objective = start_objective = likelihood - weight * q.objective
         # A stop at the start is no stop: the EM runs at least one iteration.
@@ -73,16 +74,14 @@ class ExpectationMaximisation:
         reason, message = "max_iter", f"stopped at its cap of {n_iterations} EM iterations"
         n_iter = 0
         for iteration in range(1, n_iterations + 1):
-            # Iteration 1 starts where q already is (evaluated at this theta for entry 0);
-            # later ones from q's previous node scores, vertex-averaged, at the new theta.
-            start = q if iteration == 1 else terms.auxiliary(
-                theta, log_z, q.offsets - terms.unary_shift(q.theta, theta))
-            new_q, estep_iterations = self._e_step(theta, log_z, start)
+            new_q, estep_iterations = self._e_step(theta, log_z, q, iteration == 1)
             # The new E-step may fail to beat the previous q at this theta (too few steps):
             # then keeping that q is the better E-step, and J cannot decrease.
             kept_previous = bool(new_q.objective > q.objective)
             if not kept_previous:
                 q = new_q
+            # Only an E-step's current q steps along its gradient: a kept q needs none.
+            q.penalty_gradient = new_q = None
             if q.features is None:
                 terms.expected_features(q)
             estep_objective = q.objective
@@ -128,24 +127,31 @@ class ExpectationMaximisation:
 
     # -- E-step --------------------------------------------------------------------------
 
-    def _e_step(self, theta, log_z, current):
-        """Exponentiated-gradient steps on q's offsets from ``current`` (evaluated at
-        theta); the objective never rises."""
-        settings, lam = self.settings, self.terms.lam
+    def _e_step(self, theta, log_z, q, at_theta):
+        """Exponentiated-gradient steps on q's offsets at theta, from q itself
+        (``at_theta``: q was evaluated at theta) or from q's node scores, vertex-averaged,
+        moved to theta; the objective never rises. The start and each rejected trial are
+        let go as soon as they are passed: their (vertices x labels) tables are gigabytes
+        on a large graph."""
+        settings, lam, terms = self.settings, self.terms.lam, self.terms
+        current = q if at_theta else terms.auxiliary(
+            theta, log_z, q.offsets - terms.unary_shift(q.theta, theta))
         n_steps = 0
         for k in range(settings.estep_iterations):
             eta = settings.estep_eta / (1 + k)
             for _ in range(_MAX_HALVINGS + 1):
-                trial = self.terms.auxiliary(
+                trial = terms.auxiliary(
                     theta, log_z,
                     (1 - eta) * current.offsets - eta * lam * current.penalty_gradient)
                 if trial.objective <= current.objective:
                     break
+                trial = None
                 eta /= 2
             else:
                 break  # no step lowers the objective: converged up to rounding
             n_steps += 1
             change = current.objective - trial.objective
+            current.penalty_gradient = None  # the EM's q, kept as its start, needs none
             current = trial
             if change <= settings.estep_tol * abs(current.objective):
                 break
