@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklearn_ssl_crf.objective import GraphLaplacianPenalty, LabelProportionPenalty
+from sklearn_ssl_crf.objective import GraphLaplacianPenalty, LabelProportionPenalty, _penalties
 
 
 def _random_graph(n_vertices, density, rng):
@@ -32,8 +32,11 @@ def laplacian_case():
     return weights, token_vertices, seed_sums, marginals
 
 
+@pytest.mark.parametrize("block_rows", [2, 1 << 16])
 @pytest.mark.parametrize("seeds", [np.asarray, sp.csr_matrix], ids=["dense", "sparse"])
-def test_laplacian_value_is_the_definition(laplacian_case, seeds):
+def test_laplacian_value_is_the_definition(laplacian_case, seeds, block_rows, monkeypatch):
+    # L m is made a block of rows at a time: in one block and in several.
+    monkeypatch.setattr(_penalties, "_BLOCK_ROWS", block_rows)
     weights, token_vertices, seed_sums, marginals = laplacian_case
     penalty = GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices, seeds(seed_sums))
     n_vertices = weights.shape[0]
@@ -112,7 +115,7 @@ def test_laplacian_groups_are_the_vertices_with_a_token_or_a_seed(laplacian_case
                                     keep_degrees=keep_degrees)
     present = np.array([0, 1, 2, 4, 5])
     np.testing.assert_array_equal(penalty.vertices, present)
-    assert penalty.n_groups == 5 and penalty.laplacian.shape == (5, 5)
+    assert penalty.n_groups == 5 and penalty.weights.shape == (5, 5)
     np.testing.assert_array_equal(
         penalty.token_groups,
         np.where(token_vertices >= 0, np.searchsorted(present, token_vertices), -1))
@@ -136,6 +139,19 @@ def test_laplacian_groups_are_the_vertices_with_a_token_or_a_seed(laplacian_case
     assert value == pytest.approx(np.vdot(averages, laplacian @ averages), rel=1e-12)
     np.testing.assert_allclose(gradient, expected_gradient[present], rtol=1e-12)
     assert not expected_gradient[[3, 6]].any() and np.abs(gradient).min() > 0
+
+
+def test_laplacian_of_the_whole_graph_works_on_the_graphs_own_edges(laplacian_case):
+    """With every vertex present the penalty holds the graph's matrix itself, not a
+    copy (nor L = D - W as a second one): on a graph of 10^6 sentences it is gigabytes."""
+    weights, token_vertices, seed_sums, _ = laplacian_case
+    graph = sp.csr_matrix(weights)
+    everywhere = np.arange(7)
+    penalty = GraphLaplacianPenalty(graph, everywhere, seed_sums)
+    assert penalty.n_groups == 7
+    for name in ("data", "indices", "indptr"):
+        assert np.shares_memory(getattr(penalty.weights, name), getattr(graph, name))
+    np.testing.assert_allclose(penalty.degrees, weights.sum(axis=1), rtol=1e-15)
 
 
 def test_laplacian_is_zero_when_neighbours_agree():

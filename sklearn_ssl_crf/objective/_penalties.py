@@ -18,6 +18,10 @@ import scipy.sparse as sp
 
 from ..potentials import group_indicator
 
+# Rows of a (groups x labels) table worked on at a time where a whole temporary copy of
+# it would be gigabytes.
+_BLOCK_ROWS = 1 << 16
+
 
 class MarginalPenalty:
     """Base class: a convex differentiable function of grouped token node marginals.
@@ -142,6 +146,11 @@ class GraphLaplacianPenalty(MarginalPenalty):
         The group of every token (-1: none).
     n_labels : int
         The number of labels (``seed_sums``' columns).
+    weights : scipy.sparse.csr_matrix of shape (n_groups, n_groups)
+        The edges between the groups' vertices (scaled with ``keep_degrees``): ``weights``
+        itself when every vertex has a token or a seed, not a copy.
+    degrees : ndarray of shape (n_groups,)
+        Each group's weighted degree in ``weights``: ``L = diag(degrees) - weights``.
 
     See Also
     --------
@@ -193,8 +202,10 @@ class GraphLaplacianPenalty(MarginalPenalty):
                               where=kept_degrees > 0)
             root = sp.diags(np.sqrt(ratio))
             kept = root @ kept @ root
-        # L = D - W as one matrix: one sparse product per evaluation.
-        self.laplacian = sp.csr_matrix(sp.diags(np.asarray(kept.sum(axis=1)).ravel()) - kept)
+        # L m = D m - W m from the edges themselves: in a fit on the whole graph they are
+        # the graph's own matrix, and L as a matrix would be a second copy of it.
+        self.weights = kept
+        self.degrees = np.asarray(kept.sum(axis=1)).ravel()
 
     def value_and_gradient(self, group_sums):
         """The penalty ``h`` and its gradient from the vertices' marginal sums.
@@ -215,7 +226,12 @@ class GraphLaplacianPenalty(MarginalPenalty):
         averages = group_sums
         np.add.at(averages, self._seed_entries, self._seed_values)  # each entry once
         averages *= self.inverse_counts
-        laplacian_averages = self.laplacian @ averages
+        laplacian_averages = self.weights @ averages
+        # D m - W m in place, a block of rows at a time: no third (groups x labels) table.
+        for start in range(0, self.n_groups, _BLOCK_ROWS):
+            rows = slice(start, start + _BLOCK_ROWS)
+            block = laplacian_averages[rows]
+            np.subtract(self.degrees[rows, None] * averages[rows], block, out=block)
         value = float(np.vdot(averages, laplacian_averages))
         laplacian_averages *= 2.0 * self.inverse_counts
         return value, laplacian_averages
