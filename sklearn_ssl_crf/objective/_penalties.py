@@ -147,8 +147,8 @@ class GraphLaplacianPenalty(MarginalPenalty):
     n_labels : int
         The number of labels (``seed_sums``' columns).
     weights : scipy.sparse.csr_matrix of shape (n_groups, n_groups)
-        The edges between the groups' vertices (scaled with ``keep_degrees``): ``weights``
-        itself when every vertex has a token or a seed, not a copy.
+        The edges between the groups' vertices (scaled with ``keep_degrees``): when every
+        vertex has a token or a seed, the arrays of the CSR ``weights`` given, not a copy.
     degrees : ndarray of shape (n_groups,)
         Each group's weighted degree in ``weights``: ``L = diag(degrees) - weights``.
 
