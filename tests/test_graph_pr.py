@@ -21,6 +21,7 @@ from sklearn_ssl_crf.objective._posterior_regularization import Auxiliary
 from sklearn_ssl_crf.optim import CurvatureHistory, minimize_lbfgs
 from sklearn_ssl_crf.parallel import ChunkedSequences, _chunked
 from sklearn_ssl_crf.potentials._weight_layout import WeightLayout
+from sklearn_ssl_crf.training._graph_pr_em import ExpectationMaximisation
 from sklearn_ssl_crf.training._records import Fold
 
 
@@ -221,6 +222,38 @@ def test_an_estep_holds_three_vertex_tables_besides_the_one_it_makes(synthetic, 
     # the others are rejected trials.
     assert len(held) > 1 + 3 + steps
     assert max(held) == 3
+
+
+@pytest.mark.parametrize("selection", [{}, {"lam": [0.5, 2.0], "cv": 2}],
+                         ids=["fixed", "selected"])
+def test_the_corpus_rows_are_let_go_before_the_fit_on_all_of_it(synthetic, monkeypatch,
+                                                                selection):
+    """The fit on all of the text (the one run, or the refit after selection) packs
+    the rows into its chunks: the featurised corpus is let go first, not held beside
+    them (gigabytes at 10^6 sentences). Before, every EM ran beside it. Partly labelled
+    sequences still get their transduction (from the labelled sequences' own rows)."""
+    X, y, y_partial, graph = synthetic
+    n_tokens = sum(map(len, X))
+    whole = []
+    run = ExpectationMaximisation.run
+
+    def counted(em, theta, max_iterations, iterates):
+        whole.append(sum(isinstance(obj, SequenceMatrix) and obj.offsets[-1] == n_tokens
+                         for obj in gc.get_objects()))
+        return run(em, theta, max_iterations, iterates)
+
+    monkeypatch.setattr(ExpectationMaximisation, "run", counted)
+    y_some = list(y_partial)
+    y_some[3] = [None if t % 2 else label for t, label in enumerate(y[3])]
+    params = dict(graph=graph, em_iterations=2, em_tol=0.0, **selection)
+    model = (fixed(GraphPRCRF(**params)) if not selection
+             else GraphPRCRF(**params, c1=0.0, c2=1.0, early_stopping=False)).fit(X, y_some)
+    assert whole[-1] == 0
+    if selection:
+        assert len(whole) == 5 and whole[:-1] == [1] * 4  # 2 folds x 2 strengths
+    expected = model.predict([X[3]], known_labels=[y_some[3]])[0]
+    assert model.transduction_[3] == expected and None not in expected
+    assert [model.transduction_[k][t] for k, t in [(3, 0), (3, 2)]] == [y[3][0], y[3][2]]
 
 
 @pytest.mark.parametrize("params", [

@@ -459,6 +459,10 @@ vectorizer_
         penalty = self._graph_penalty(sequences, labelled_index[train], unlabeled, codes,
                                       keep_degrees=fold.sample is not None)
         unlabeled_sequences = sequences[unlabeled]
+        if fold.sample is None and not held.size:
+            # The fit on all of it is the last to read the corpus's rows (the transduction
+            # reads the labelled sequences' own): they go before the chunks pack theirs.
+            problem.sequences = sequences = None
         # The held-out sequences are among the unlabeled: their tokens' groups are there.
         held_in_unlabeled = np.searchsorted(unlabeled, labelled_index[held])
         groups = penalty.token_groups[_token_indices(unlabeled_sequences, held_in_unlabeled)]
@@ -487,8 +491,8 @@ vectorizer_
 
     def _finish(self, problem, fold, result):
         self.transduction_ = self._transduction(
-            problem.y, fold.labelled_index, fold.unlabeled_index, fold.unlabeled, fold.layout,
-            result.state, problem.sequences)
+            problem.y, problem.labelled, problem.labelled_index, fold.unlabeled_index,
+            fold.unlabeled, fold.layout, result.state)
 
     def _graph_penalty(self, sequences, labelled, unlabeled, codes, keep_degrees=False):
         """The Laplacian penalty of the unlabelled tokens, seeded by the labelled ones
@@ -505,18 +509,21 @@ vectorizer_
                                      vertices[np.isin(sequence_of_token, unlabeled)], seed_sums,
                                      keep_degrees)
 
-    def _transduction(self, y, labelled, unlabeled, unlabeled_data, layout, q, sequences):
-        """Gold labels of the labelled sequences (theta's best labelling that keeps them
+    def _transduction(self, y, labelled_sequences, labelled, unlabeled, unlabeled_data,
+                      layout, q):
+        """Gold labels of the labelled sequences (``labelled_sequences``, those of the
+        indices ``labelled``, in order; theta's best labelling that keeps the gold labels
         where some are unknown) and q's of the unlabelled ones, in input order."""
         transduction = [None] * len(y)
         for i in labelled:
             transduction[i] = list(y[i])
-        partial = [i for i in labelled if None in transduction[i]]
+        partial = [k for k, i in enumerate(labelled) if None in transduction[i]]
         if partial:
-            completed = self.predict(sequences[partial],
-                                     known_labels=[transduction[i] for i in partial])
-            for i, labels in zip(partial, completed):
-                transduction[i] = labels
+            completed = self.predict(
+                labelled_sequences[partial],
+                known_labels=[transduction[labelled[k]] for k in partial])
+            for k, labels in zip(partial, completed):
+                transduction[labelled[k]] = labels
         if q is not None:
             for i, labels in zip(unlabeled, self._q_labels(unlabeled_data, layout, q)):
                 transduction[i] = labels
@@ -563,8 +570,9 @@ def _token_indices(sequences, chosen):
 @dataclass
 class _GraphProblem(Problem):
     """The training data, and all of X as the graph sees it: the sequences (labelled and
-    not, in input order), the labelled ones' and the unlabeled ones' indices in it, and
-    the labels given (None: an unlabeled sequence)."""
+    not, in input order; None once the fit on all of them has packed its own), the
+    labelled ones' and the unlabeled ones' indices in it, and the labels given (None: an
+    unlabeled sequence)."""
 
     sequences: object = None
     labelled_index: np.ndarray = None
