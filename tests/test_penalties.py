@@ -141,6 +141,20 @@ def test_laplacian_groups_are_the_vertices_with_a_token_or_a_seed(laplacian_case
     assert not expected_gradient[[3, 6]].any() and np.abs(gradient).min() > 0
 
 
+def test_laplacian_leaves_the_sums_it_is_given_unless_told_to_overwrite_them(
+        laplacian_case):
+    weights, token_vertices, seed_sums, marginals = laplacian_case
+    penalty = GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices, seed_sums)
+    sums = np.asarray(penalty.group_matrix() @ marginals)
+    given = sums.copy()
+    value, gradient = penalty.value_and_gradient(sums)
+    np.testing.assert_array_equal(sums, given)
+    # Overwritten, the sums become the vertex averages; the result is the same, bit for bit.
+    again = penalty.value_and_gradient(sums, overwrite_sums=True)
+    assert again[0] == value and np.array_equal(again[1], gradient)
+    assert not np.array_equal(sums, given)
+
+
 def test_laplacian_of_the_whole_graph_works_on_the_graphs_own_edges(laplacian_case):
     """With every vertex present the penalty holds the graph's matrix itself, not a
     copy (nor L = D - W as a second one): on a graph of 10^6 sentences it is gigabytes."""

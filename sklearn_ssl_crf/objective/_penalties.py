@@ -61,9 +61,7 @@ class MarginalPenalty:
         Parameters
         ----------
         group_sums : ndarray of shape (n_groups, n_labels)
-            Per group, the sum of the node marginals of its tokens. The penalty may
-            overwrite it (callers pass a fresh array): on a graph of millions of vertices
-            one such table is gigabytes.
+            Per group, the sum of the node marginals of its tokens.
 
         Returns
         -------
@@ -207,14 +205,17 @@ class GraphLaplacianPenalty(MarginalPenalty):
         self.weights = kept
         self.degrees = np.asarray(kept.sum(axis=1)).ravel()
 
-    def value_and_gradient(self, group_sums):
+    def value_and_gradient(self, group_sums, overwrite_sums=False):
         """The penalty ``h`` and its gradient from the vertices' marginal sums.
 
         Parameters
         ----------
         group_sums : ndarray of shape (n_groups, n_labels)
             Per group (vertex of ``vertices``), the sum of the node marginals of its
-            unlabelled tokens; overwritten with the vertex averages.
+            unlabelled tokens.
+        overwrite_sums : bool, default=False
+            Make the vertex averages in ``group_sums`` instead of a new table (on a graph
+            of millions of vertices one such table is gigabytes).
 
         Returns
         -------
@@ -223,7 +224,7 @@ class GraphLaplacianPenalty(MarginalPenalty):
         gradient : ndarray of shape (n_groups, n_labels)
             ``2 (L m)_a / count_a`` for the vertex ``a`` of each group.
         """
-        averages = group_sums
+        averages = group_sums if overwrite_sums else np.array(group_sums, dtype=np.float64)
         np.add.at(averages, self._seed_entries, self._seed_values)  # each entry once
         averages *= self.inverse_counts
         laplacian_averages = self.weights @ averages

@@ -87,7 +87,7 @@ class PosteriorRegularizationTerms:
         sums = sums.toarray()
         # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
         kl = float(np.vdot(offsets, sums)) - log_z_q + log_z
-        penalty, gradient = self.penalty.value_and_gradient(sums)  # overwrites the sums
+        penalty, gradient = self.penalty.value_and_gradient(sums, overwrite_sums=True)
         return Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient,
                          keys[1])
 
