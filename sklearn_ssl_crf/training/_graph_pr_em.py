@@ -80,8 +80,7 @@ class ExpectationMaximisation:
             kept_previous = bool(new_q.objective > q.objective)
             if not kept_previous:
                 q = new_q
-            # Only an E-step's current q steps along its gradient: a kept q needs none.
-            q.penalty_gradient = new_q = None
+            new_q = None  # a worse E-step's q is not held through the M-step
             if q.features is None:
                 terms.expected_features(q)
             estep_objective = q.objective
@@ -131,8 +130,9 @@ class ExpectationMaximisation:
         """Exponentiated-gradient steps on q's offsets at theta, from q itself
         (``at_theta``: q was evaluated at theta) or from q's node scores, vertex-averaged,
         moved to theta; the objective never rises. The start and each rejected trial are
-        let go as soon as they are passed: their (vertices x labels) tables are gigabytes
-        on a large graph."""
+        let go as soon as they are passed, and a q it leaves (the one it returns too)
+        keeps no gradient: their (vertices x labels) tables are gigabytes on a large
+        graph."""
         settings, lam, terms = self.settings, self.terms.lam, self.terms
         current = q if at_theta else terms.auxiliary(
             theta, log_z, q.offsets - terms.unary_shift(q.theta, theta))
@@ -151,10 +151,11 @@ class ExpectationMaximisation:
                 break  # no step lowers the objective: converged up to rounding
             n_steps += 1
             change = current.objective - trial.objective
-            current.penalty_gradient = None  # the EM's q, kept as its start, needs none
+            current.penalty_gradient = None  # only the current q steps along it
             current = trial
             if change <= settings.estep_tol * abs(current.objective):
                 break
+        current.penalty_gradient = None
         return current, n_steps
 
     # -- M-step --------------------------------------------------------------------------
