@@ -122,19 +122,25 @@ def test_kl_expected_features_and_penalty_match_enumeration(tiny_problem):
     assert auxiliary.expected_log_q == pytest.approx(expected_log_q, rel=1e-10)
 
 
-def test_expected_features_kept_by_the_chunks_equal_a_new_pass(tiny_problem):
-    """q's expected features come from the marginals the chunks kept from its evaluation;
-    once later evaluations replaced them, a new forward-backward gives the same floats."""
+def test_the_chunks_keep_only_thetas_unary_potentials_between_evaluations(tiny_problem):
+    """Between an E-step's evaluations each chunk keeps theta's unary potentials and no
+    table of q's (its marginals, its vertex sums: gigabytes on millions of sentences); q's
+    expected features take a new pass, the same floats whatever was evaluated between,
+    and the chunks let the unary potentials go when the E-step is over."""
     terms, _, _, _, theta, offsets = tiny_problem
     log_z = terms.likelihood_terms(theta).log_z
-    kept = terms.auxiliary(theta, log_z, offsets)
-    terms.expected_features(kept)
+    first = terms.auxiliary(theta, log_z, offsets)
+    for chunk in terms.unlabeled_data.chunks:
+        assert list(chunk.kept) == ["unary"]
+        np.testing.assert_array_equal(chunk.kept["unary"][1],
+                                      chunk.unary(terms.layout.unpack(theta)[0]))
+    terms.expected_features(first)
     assert not any(chunk.kept for chunk in terms.unlabeled_data.chunks)
-    replaced = terms.auxiliary(theta, log_z, offsets)
+    again = terms.auxiliary(theta, log_z, offsets)
     terms.auxiliary(theta, log_z, 2 * offsets)
-    terms.expected_features(replaced)
-    np.testing.assert_array_equal(kept.features, replaced.features)
-    assert kept.expected_log_q == replaced.expected_log_q
+    terms.expected_features(again)
+    np.testing.assert_array_equal(first.features, again.features)
+    assert first.expected_log_q == again.expected_log_q
 
 
 def test_objectives_that_differ_by_a_linear_term_share_lbfgs_pairs():

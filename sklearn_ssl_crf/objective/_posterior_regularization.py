@@ -26,7 +26,6 @@ class Auxiliary:
     objective: float           # kl + lam * h, at theta'
 
     penalty_gradient: np.ndarray  # the E-step's: None once q is left behind
-    key: str = None                    # under which the chunks keep q's marginals
     features: np.ndarray = None        # E_q[F], packed as theta
     expected_log_q: float = None       # E_q[log q]
 
@@ -80,16 +79,15 @@ class PosteriorRegularizationTerms:
         """q with these offsets at theta, whose log-partition is ``log_z``: KL(q ||
         p_theta), h and its gradient."""
         state, transition = self.layout.unpack(theta)
-        keys = (self._key_of(theta), next(self._keys))
         with single_threaded_blas():
             log_z_q, sums = self.unlabeled_data.sum(_chunk_auxiliary_statistics, state,
-                                                     transition, offsets, keys, False)
+                                                     transition, offsets,
+                                                     self._key_of(theta), False)
         sums = sums.toarray()
         # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
         kl = float(np.vdot(offsets, sums)) - log_z_q + log_z
         penalty, gradient = self.penalty.value_and_gradient(sums, overwrite_sums=True)
-        return Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient,
-                         keys[1])
+        return Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient)
 
     def _key_of(self, theta):
         """The key of theta's unary potentials kept by the chunks: new for a new theta (the
@@ -101,10 +99,10 @@ class PosteriorRegularizationTerms:
     def expected_features(self, q):
         """Sets q's expected features and ``E_q[log q]``."""
         state, transition = self.layout.unpack(q.theta)
-        keys = (self._key_of(q.theta), q.key)
         with single_threaded_blas():
             log_z_q, sums, d_state, d_transition = self.unlabeled_data.sum(
-                _chunk_auxiliary_statistics, state, transition, q.offsets, keys, True)
+                _chunk_auxiliary_statistics, state, transition, q.offsets,
+                self._key_of(q.theta), True)
             sums = sums.toarray()
             # The E-step is over: what the chunks kept of it is not needed again.
             self.unlabeled_data.map(_chunk_forget)
@@ -163,30 +161,26 @@ class PosteriorRegularizationTerms:
         return self._last_terms
 
 
-def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, keys,
+def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, theta_key,
                                 features):
     """A chunk's ``sum log Z_q`` and q's marginal sums per vertex; with ``features``, also
     q's expected state and transition features.
 
-    ``keys``: theta's and q's. The chunk keeps theta's unary potentials, which every
-    evaluation of an E-step shares, and q's marginals, from which the expected features
-    of the E-step's last q are taken without a second forward-backward (`keep`; another
-    process may hold the chunk next time, and then computes them again)."""
-    theta_key, q_key = keys
-    kept = chunk.recall("q", q_key)
-    if kept is None:
-        unary = chunk.recall("unary", theta_key)
-        if unary is None:
-            unary = chunk.keep("unary", theta_key, chunk.unary(state))
-        log_z, node_marginals, edge_marginal_sum = log_partition(
-            chunk, unary + chunk.group_rows(offsets), transition, workspace)
-        kept = chunk.keep("q", q_key, (log_z, chunk.group_sums(node_marginals),
-                                       node_marginals.copy(), edge_marginal_sum.copy()))
-    # The sums (`GroupSums`) are never changed in place: the tree's additions make new ones.
-    log_z, sums, node_marginals, edge_marginal_sum = kept
+    The chunk keeps theta's unary potentials under ``theta_key``: every evaluation of an
+    E-step shares them (`keep`; another process may hold the chunk next time, and then
+    computes them again). q's marginals are not kept: the E-step's last q takes a second
+    forward-backward for its expected features (one pass in about ten), where keeping
+    every chunk's (tokens x labels) marginals and vertex sums would cost gigabytes on
+    millions of sentences."""
+    unary = chunk.recall("unary", theta_key)
+    if unary is None:
+        unary = chunk.keep("unary", theta_key, chunk.unary(state))
+    log_z, node_marginals, edge_marginal_sum = log_partition(
+        chunk, unary + chunk.group_rows(offsets), transition, workspace)
+    sums = chunk.group_sums(node_marginals)
     if not features:
         return log_z, sums
-    return log_z, sums, chunk.weight_gradient(node_marginals), edge_marginal_sum.copy()
+    return log_z, sums, chunk.weight_gradient(node_marginals), edge_marginal_sum
 
 
 def _chunk_forget(chunk, workspace):

@@ -130,8 +130,8 @@ class PackedSequences:
         (`recall`), in place of what was kept under that name; returns ``value``.
 
         Work that several evaluations share (the unary potentials of weights that stay
-        fixed, the marginals of a distribution evaluated once and needed again) is kept
-        where the chunk is: in this process, a worker process or a cluster's worker.
+        fixed) is kept where the chunk is: in this process, a worker process or a
+        cluster's worker.
         """
         self.kept[name] = (key, value)
         return value
