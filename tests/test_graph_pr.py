@@ -79,7 +79,8 @@ def tiny_problem():
     terms = PosteriorRegularizationTerms(model._supervised_objective(fold), data, layout,
                                          penalty, lam=0.7, weight=1.3)
     theta = rng.normal(size=layout.size)
-    offsets = rng.normal(size=(4, n_labels))
+    # q holds its offsets in single precision: these are exactly what it holds.
+    offsets = rng.normal(size=(4, n_labels)).astype(np.float32)
     return terms, sequences, penalty, layout, theta, offsets
 
 
@@ -120,6 +121,37 @@ def test_kl_expected_features_and_penalty_match_enumeration(tiny_problem):
     expected = layout.pack(np.asarray(sequences.matrix.T @ node), edges)
     np.testing.assert_allclose(auxiliary.features, expected, rtol=1e-10, atol=1e-12)
     assert auxiliary.expected_log_q == pytest.approx(expected_log_q, rel=1e-10)
+
+
+def test_q_is_the_distribution_of_its_single_precision_offsets(tiny_problem):
+    """q holds its offsets and the E-step's gradient in single precision (gigabytes each on
+    a large graph): offsets given in double are rounded, and q is exactly the q of the
+    rounded ones (its KL and h its own), not a mix of both."""
+    terms, _, _, _, theta, offsets = tiny_problem
+    log_z = terms.likelihood_terms(theta).log_z
+    finer = offsets + np.float64(2.0 ** -30)  # lost in rounding to single precision
+    q, rounded = terms.auxiliary(theta, log_z, finer), terms.auxiliary(theta, log_z, offsets)
+    assert q.offsets.dtype == q.penalty_gradient.dtype == np.float32
+    np.testing.assert_array_equal(q.offsets, offsets)
+    assert (q.kl, q.penalty) == (rounded.kl, rounded.penalty)
+
+
+def test_the_estep_steps_in_single_precision(synthetic, monkeypatch):
+    """Every q the EM evaluates, the start, an E-step's start and each trial, gets its
+    offsets as single-precision tables, also when lam and estep_eta are NumPy scalars
+    (which would make a step's arithmetic double: a transient double table)."""
+    X, _, y_partial, graph = synthetic
+    dtypes = set()
+    evaluate = PosteriorRegularizationTerms.auxiliary
+
+    def recorded(terms, theta, log_z, offsets):
+        dtypes.add(offsets.dtype)
+        return evaluate(terms, theta, log_z, offsets)
+
+    monkeypatch.setattr(PosteriorRegularizationTerms, "auxiliary", recorded)
+    fixed(GraphPRCRF(graph=graph, lam=np.float64(2.0), estep_eta=np.float64(1.0),
+                     em_iterations=3, em_tol=0.0)).fit(X, y_partial)
+    assert dtypes == {np.dtype(np.float32)}
 
 
 def test_the_chunks_keep_only_thetas_unary_potentials_between_evaluations(tiny_problem):

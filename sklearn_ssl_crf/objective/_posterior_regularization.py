@@ -13,6 +13,9 @@ import numpy as np
 from ..utils import single_threaded_blas
 from ._potentials import log_partition
 
+# Rows of a table taken at a time where a double copy of the whole would be gigabytes.
+_BLOCK_ROWS = 1 << 16
+
 
 @dataclass
 class Auxiliary:
@@ -20,12 +23,12 @@ class Auxiliary:
     ``theta``, with what was computed of it."""
 
     theta: np.ndarray
-    offsets: np.ndarray
+    offsets: np.ndarray        # (groups x labels), ``table_dtype``
     kl: float                  # KL(q || p_theta'), theta' the last theta it was compared to
     penalty: float             # h
     objective: float           # kl + lam * h, at theta'
 
-    penalty_gradient: np.ndarray  # the E-step's: None once q is left behind
+    penalty_gradient: np.ndarray  # the E-step's, ``table_dtype``: None once q is left
     features: np.ndarray = None        # E_q[F], packed as theta
     expected_log_q: float = None       # E_q[log q]
 
@@ -60,6 +63,11 @@ class PosteriorRegularizationTerms:
         The strength of ``h`` in q's objective, and of q's terms in ``J``.
     """
 
+    # q's (vertices x labels) tables, its offsets and the E-step's step direction, are held
+    # in single precision: on a graph of millions of vertices each is gigabytes. q is what
+    # its rounded offsets define, so its KL and h are still its own; sums stay double.
+    table_dtype = np.float32
+
     def __init__(self, supervised, unlabeled_data, layout, penalty, lam, weight):
         self.supervised, self.unlabeled_data, self.layout = supervised, unlabeled_data, layout
         self.penalty, self.lam, self.weight = penalty, lam, weight
@@ -76,8 +84,9 @@ class PosteriorRegularizationTerms:
     # -- q and its objective, KL + lam h (the E-step's) ------------------------------------
 
     def auxiliary(self, theta, log_z, offsets):
-        """q with these offsets at theta, whose log-partition is ``log_z``: KL(q ||
-        p_theta), h and its gradient."""
+        """q with these offsets (held as ``table_dtype``) at theta, whose log-partition is
+        ``log_z``: KL(q || p_theta), h and its gradient."""
+        offsets = np.asarray(offsets, dtype=self.table_dtype)
         state, transition = self.layout.unpack(theta)
         with single_threaded_blas():
             log_z_q, sums = self.unlabeled_data.sum(_chunk_auxiliary_statistics, state,
@@ -85,9 +94,11 @@ class PosteriorRegularizationTerms:
                                                      self._key_of(theta), False)
         sums = sums.toarray()
         # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
-        kl = float(np.vdot(offsets, sums)) - log_z_q + log_z
+        kl = _dot(offsets, sums) - log_z_q + log_z
         penalty, gradient = self.penalty.value_and_gradient(sums, overwrite_sums=True)
-        return Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient)
+        del sums  # the vertex averages, not held while the gradient is rounded
+        return Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty,
+                         gradient.astype(self.table_dtype))
 
     def _key_of(self, theta):
         """The key of theta's unary potentials kept by the chunks: new for a new theta (the
@@ -107,7 +118,7 @@ class PosteriorRegularizationTerms:
             # The E-step is over: what the chunks kept of it is not needed again.
             self.unlabeled_data.map(_chunk_forget)
         q.features = self.layout.pack(d_state, d_transition)
-        q.expected_log_q = float(q.features @ q.theta + np.vdot(q.offsets, sums) - log_z_q)
+        q.expected_log_q = float(q.features @ q.theta + _dot(q.offsets, sums) - log_z_q)
 
     def compared_at(self, q, expected_log_p):
         """q (a copy, so that a q kept as an iterate's is not changed) with its KL and
@@ -118,11 +129,13 @@ class PosteriorRegularizationTerms:
 
     def unary_shift(self, old_theta, new_theta):
         """Per vertex, the mean over its unlabeled tokens of the change of theta's unary
-        potentials from ``old_theta`` to ``new_theta`` (zero for vertices without any)."""
+        potentials from ``old_theta`` to ``new_theta`` (zero for vertices without any), as
+        ``table_dtype``."""
         difference = self.layout.unpack(new_theta)[0] - self.layout.unpack(old_theta)[0]
         with single_threaded_blas():
             sums = self.unlabeled_data.sum(_chunk_unary_group_sums, difference)[0].toarray()
-        return sums * self.inverse_token_counts
+        sums *= self.inverse_token_counts
+        return sums.astype(self.table_dtype)
 
     # -- the M-step's objective in theta -------------------------------------------------
 
@@ -159,6 +172,13 @@ class PosteriorRegularizationTerms:
         self._last_terms = _LikelihoodTerms(np.array(theta), value, gradient, log_z,
                                             self.layout.pack(d_state, d_transition))
         return self._last_terms
+
+
+def _dot(table, sums):
+    """``sum(table * sums)`` of a single-precision table and a double one, a block of rows
+    at a time (a double copy of the whole table would be gigabytes)."""
+    return float(sum(np.vdot(table[start:start + _BLOCK_ROWS], sums[start:start + _BLOCK_ROWS])
+                     for start in range(0, table.shape[0], _BLOCK_ROWS)))
 
 
 def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, theta_key,

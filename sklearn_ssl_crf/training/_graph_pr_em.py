@@ -62,7 +62,8 @@ class ExpectationMaximisation:
         log_z = start_terms.log_z
         # q = p_theta: no offsets (one row per group of the penalty, a vertex, and label).
         q = terms.auxiliary(theta, log_z,
-                            np.zeros((terms.penalty.n_groups, terms.penalty.n_labels)))
+                            np.zeros((terms.penalty.n_groups, terms.penalty.n_labels),
+                                     dtype=terms.table_dtype))
         likelihood = -(start_terms.value + settings.c1 * np.abs(theta).sum())
         objective = start_objective = likelihood - weight * q.objective
         # A stop at the start is no stop: the EM runs at least one iteration.
@@ -133,12 +134,13 @@ class ExpectationMaximisation:
         let go as soon as they are passed, and a q it leaves (the one it returns too)
         keeps no gradient: their (vertices x labels) tables are gigabytes on a large
         graph."""
-        settings, lam, terms = self.settings, self.terms.lam, self.terms
+        # Python floats: a NumPy scalar would make the single-precision tables' step double.
+        settings, lam, terms = self.settings, float(self.terms.lam), self.terms
         current = q if at_theta else terms.auxiliary(
             theta, log_z, q.offsets - terms.unary_shift(q.theta, theta))
         n_steps = 0
         for k in range(settings.estep_iterations):
-            eta = settings.estep_eta / (1 + k)
+            eta = float(settings.estep_eta) / (1 + k)
             for _ in range(_MAX_HALVINGS + 1):
                 trial = terms.auxiliary(
                     theta, log_z,
