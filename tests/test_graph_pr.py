@@ -4,6 +4,7 @@ monotonicity, the special cases, conventions and parallelism."""
 import gc
 import itertools
 import pickle
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -154,25 +155,46 @@ def test_the_estep_steps_in_single_precision(synthetic, monkeypatch):
     assert dtypes == {np.dtype(np.float32)}
 
 
-def test_the_chunks_keep_only_thetas_unary_potentials_between_evaluations(tiny_problem):
-    """Between an E-step's evaluations each chunk keeps theta's unary potentials and no
-    table of q's (its marginals, its vertex sums: gigabytes on millions of sentences); q's
-    expected features take a new pass, the same floats whatever was evaluated between,
-    and the chunks let the unary potentials go when the E-step is over."""
-    terms, _, _, _, theta, offsets = tiny_problem
+def test_an_evaluation_of_q_leaves_no_table_of_the_tokens_behind():
+    """An E-step's evaluation of q keeps no (tokens x labels) table with the chunks (theta's
+    unary potentials, q's marginals: gigabytes each on millions of sentences): what stays
+    allocated after it is q's own (vertices x labels) tables. q's expected features take
+    a new pass, the same floats whatever was evaluated between."""
+    rng = np.random.default_rng(0)
+    n_tokens, n_vertices, n_labels, n_features = 40_000, 50, 4, 20
+    matrix = sp.random(n_tokens, n_features, density=0.2, format="csr", random_state=0)
+    sequences = SequenceMatrix(matrix, np.arange(0, n_tokens + 1, 10))
+    token_vertices = rng.integers(n_vertices, size=n_tokens)
+    weights = sp.random(n_vertices, n_vertices, density=0.2, format="csr", random_state=1)
+    penalty = GraphLaplacianPenalty(weights + weights.T, token_vertices,
+                                    np.zeros((n_vertices, n_labels)))
+    data = ChunkedSequences(sequences, groups=token_vertices, n_groups=n_vertices,
+                            chunk_tokens=4_000)
+    layout = WeightLayout(n_features, n_labels)
+    terms = PosteriorRegularizationTerms(lambda theta: (0.0, np.zeros_like(theta)), data,
+                                         layout, penalty, lam=1.0, weight=1.0)
+    theta = rng.normal(size=layout.size)
     log_z = terms.likelihood_terms(theta).log_z
-    first = terms.auxiliary(theta, log_z, offsets)
-    for chunk in terms.unlabeled_data.chunks:
-        assert list(chunk.kept) == ["unary"]
-        np.testing.assert_array_equal(chunk.kept["unary"][1],
-                                      chunk.unary(terms.layout.unpack(theta)[0]))
-    terms.expected_features(first)
-    assert not any(chunk.kept for chunk in terms.unlabeled_data.chunks)
+    offsets = rng.normal(size=(n_vertices, n_labels)).astype(np.float32)
+    # The first calls' one-off allocations (the workspace), then an E-step's end.
+    terms.expected_features(terms.auxiliary(theta, log_z, offsets))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        q = terms.auxiliary(theta, log_z, offsets)
+        gc.collect()
+        left = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # One (tokens x labels) table of doubles is 1.3 MB; q's own tables 1.6 kB.
+    assert left < n_tokens * n_labels * 8 / 4, left
+    terms.expected_features(q)
     again = terms.auxiliary(theta, log_z, offsets)
     terms.auxiliary(theta, log_z, 2 * offsets)
     terms.expected_features(again)
-    np.testing.assert_array_equal(first.features, again.features)
-    assert first.expected_log_q == again.expected_log_q
+    np.testing.assert_array_equal(q.features, again.features)
+    assert q.expected_log_q == again.expected_log_q
 
 
 def test_objectives_that_differ_by_a_linear_term_share_lbfgs_pairs():

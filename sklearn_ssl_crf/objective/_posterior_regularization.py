@@ -4,8 +4,6 @@ distribution q with its KL divergence and graph penalty (what the E-step moves),
 M-step's objective in theta. The EM that alternates them is `training`'s.
 """
 
-import itertools
-import uuid
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -72,9 +70,6 @@ class PosteriorRegularizationTerms:
         self.supervised, self.unlabeled_data, self.layout = supervised, unlabeled_data, layout
         self.penalty, self.lam, self.weight = penalty, lam, weight
         self._last_terms = None
-        # Keys of the work the chunks keep between evaluations: unique to this run.
-        self._keys = (f"{uuid.uuid4().hex}-{k}" for k in itertools.count())
-        self._keyed_theta = self._theta_key = None
         tokens = penalty.token_groups[penalty.token_groups >= 0]
         counts = np.bincount(tokens, minlength=penalty.n_groups).astype(np.float64)
         # 1 / (unlabeled tokens of each vertex), 0 for none: averages of the E-step's start.
@@ -90,8 +85,7 @@ class PosteriorRegularizationTerms:
         state, transition = self.layout.unpack(theta)
         with single_threaded_blas():
             log_z_q, sums = self.unlabeled_data.sum(_chunk_auxiliary_statistics, state,
-                                                     transition, offsets,
-                                                     self._key_of(theta), False)
+                                                     transition, offsets, False)
         sums = sums.toarray()
         # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
         kl = _dot(offsets, sums) - log_z_q + log_z
@@ -100,23 +94,13 @@ class PosteriorRegularizationTerms:
         return Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty,
                          gradient.astype(self.table_dtype))
 
-    def _key_of(self, theta):
-        """The key of theta's unary potentials kept by the chunks: new for a new theta (the
-        EM replaces theta, never changes it in place)."""
-        if theta is not self._keyed_theta:
-            self._keyed_theta, self._theta_key = theta, next(self._keys)
-        return self._theta_key
-
     def expected_features(self, q):
         """Sets q's expected features and ``E_q[log q]``."""
         state, transition = self.layout.unpack(q.theta)
         with single_threaded_blas():
             log_z_q, sums, d_state, d_transition = self.unlabeled_data.sum(
-                _chunk_auxiliary_statistics, state, transition, q.offsets,
-                self._key_of(q.theta), True)
+                _chunk_auxiliary_statistics, state, transition, q.offsets, True)
             sums = sums.toarray()
-            # The E-step is over: what the chunks kept of it is not needed again.
-            self.unlabeled_data.map(_chunk_forget)
         q.features = self.layout.pack(d_state, d_transition)
         q.expected_log_q = float(q.features @ q.theta + _dot(q.offsets, sums) - log_z_q)
 
@@ -181,30 +165,21 @@ def _dot(table, sums):
                      for start in range(0, table.shape[0], _BLOCK_ROWS)))
 
 
-def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, theta_key,
-                                features):
+def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, features):
     """A chunk's ``sum log Z_q`` and q's marginal sums per vertex; with ``features``, also
     q's expected state and transition features.
 
-    The chunk keeps theta's unary potentials under ``theta_key``: every evaluation of an
-    E-step shares them (`keep`; another process may hold the chunk next time, and then
-    computes them again). q's marginals are not kept: the E-step's last q takes a second
+    Nothing is kept with the chunk between calls: theta's unary potentials are made again
+    at each (a few percent of an E-step's time) and the E-step's last q takes a second
     forward-backward for its expected features (one pass in about ten), where keeping
-    every chunk's (tokens x labels) marginals and vertex sums would cost gigabytes on
+    every chunk's (tokens x labels) potentials and marginals would cost gigabytes on
     millions of sentences."""
-    unary = chunk.recall("unary", theta_key)
-    if unary is None:
-        unary = chunk.keep("unary", theta_key, chunk.unary(state))
     log_z, node_marginals, edge_marginal_sum = log_partition(
-        chunk, unary + chunk.group_rows(offsets), transition, workspace)
+        chunk, chunk.unary(state) + chunk.group_rows(offsets), transition, workspace)
     sums = chunk.group_sums(node_marginals)
     if not features:
         return log_z, sums
     return log_z, sums, chunk.weight_gradient(node_marginals), edge_marginal_sum
-
-
-def _chunk_forget(chunk, workspace):
-    chunk.forget()
 
 
 def _chunk_unary_group_sums(chunk, workspace, state):

@@ -68,8 +68,6 @@ class PackedSequences:
         With ``labels``: how many tokens of known label hold each attribute, by label,
         counting the attributes stored with value 0 (python-crfsuite's ``False``), which
         CRFsuite pairs with the label as it does any other (`observed_weight_masks`).
-    kept : dict
-        What evaluations keep with the chunk for later ones (`keep`).
     """
 
     def __init__(self, matrix, lengths, labels=None, n_labels=None, groups=None,
@@ -115,7 +113,6 @@ class PackedSequences:
             local_groups = np.full(groups.size, -1, dtype=np.int64)
             local_groups[groups >= 0] = local
             self.group_matrix = group_indicator(local_groups, self.group_ids.size)
-        self.kept = {}
 
     @property
     def n_tokens(self):
@@ -124,26 +121,6 @@ class PackedSequences:
     def unary(self, state_weights):
         """Unary potentials ``X @ W`` of every packed token, shape (n_tokens, n_labels)."""
         return np.asarray(self.matrix @ state_weights)
-
-    def keep(self, name, key, value):
-        """Keep ``value`` with the chunk under ``name`` for later calls that give ``key``
-        (`recall`), in place of what was kept under that name; returns ``value``.
-
-        Work that several evaluations share (the unary potentials of weights that stay
-        fixed) is kept where the chunk is: in this process, a worker process or a
-        cluster's worker.
-        """
-        self.kept[name] = (key, value)
-        return value
-
-    def recall(self, name, key):
-        """What was kept under ``name`` for ``key`` (`keep`), or None."""
-        kept_key, value = self.kept.get(name, (None, None))
-        return value if kept_key == key else None
-
-    def forget(self):
-        """Drop everything kept with the chunk."""
-        self.kept.clear()
 
     def group_sums(self, values):
         """The rows of ``values`` (n_tokens, k; packed order) summed by group, as
