@@ -1,6 +1,7 @@
 """Chunked data: the same sums in one process or several, and no files left behind."""
 
 import gc
+import tracemalloc
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -9,12 +10,14 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed, parallel_config
 from memory_cap import run_capped
 
+from sklearn_ssl_crf import SequenceMatrix
 from sklearn_ssl_crf.datasets import make_sequences
 from sklearn_ssl_crf.features import SequenceVectorizer
 from sklearn_ssl_crf.objective._weights import chunk_unlabeled_terms
 from sklearn_ssl_crf.parallel import ChunkedSequences
 from sklearn_ssl_crf.parallel._chunked import _chunk_bounds
-from sklearn_ssl_crf.potentials import PackedSequences, observed_weight_masks
+from sklearn_ssl_crf.parallel._tree import _range_sum, _ranges_results, _tree_ranges
+from sklearn_ssl_crf.potentials import PackedSequences, marginal_unit, observed_weight_masks
 
 
 def _chunk_rows(chunk, workspace, weights):
@@ -119,12 +122,12 @@ def _compact_group_sums(chunk, workspace, values):
     return (chunk.group_sums(values[chunk.first:chunk.first + chunk.n_tokens]),)
 
 
-def test_group_sums_over_chunks_are_the_dense_sums_to_the_bit():
-    # Values of many magnitudes, so that the order of the additions shows in the last bits.
+def _grouped_chunks(n_groups, seed):
+    """Chunks of 80 short sequences whose tokens have groups (a fifth none), each chunk's
+    ``first`` token set, and their groups."""
     X, _ = make_sequences(80, n_types=3, features="dict", random_state=1)
     sequences = SequenceVectorizer().fit_transform(X)
-    rng = np.random.default_rng(1)
-    n_groups = 500
+    rng = np.random.default_rng(seed)
     groups = np.where(rng.random(sequences.n_tokens) < 0.2, -1,
                       rng.integers(n_groups, size=sequences.n_tokens))
     data = ChunkedSequences(sequences, groups=groups, n_groups=n_groups, chunk_tokens=40)
@@ -132,19 +135,101 @@ def test_group_sums_over_chunks_are_the_dense_sums_to_the_bit():
     first = 0
     for chunk in data.chunks:
         chunk.first, first = first, first + chunk.n_tokens
-    values = rng.normal(size=(sequences.n_tokens, 3)) * 10.0 ** rng.integers(-8, 8, size=(
-        sequences.n_tokens, 1))
+    return data, groups, rng
+
+
+def _sums_by_group(data, groups, values, n_groups):
+    """The rows of ``values`` summed by group: a chunk's rows of ``values`` are its packed
+    tokens, its packed token i its token layout.order[i] (chunks take consecutive tokens)."""
+    packed_groups = np.concatenate([groups[chunk.first:chunk.first + chunk.n_tokens][
+        chunk.layout.order] for chunk in data.chunks])
+    expected = np.zeros((n_groups, values.shape[1]))
+    known = packed_groups >= 0
+    np.add.at(expected, packed_groups[known], values[known])
+    return expected
+
+
+def test_group_sums_over_chunks_are_the_dense_sums_to_the_bit():
+    n_groups = 500
+    data, groups, rng = _grouped_chunks(n_groups, 1)
+    # Values of many magnitudes, so that the order of the additions shows in the last bits.
+    values = rng.normal(size=(groups.size, 3)) * 10.0 ** rng.integers(-8, 8, size=(
+        groups.size, 1))
     compact = data.sum(_compact_group_sums, values)[0]
     assert compact.ids.size < n_groups  # the sums hold only the groups some token has
     np.testing.assert_array_equal(compact.toarray(), data.sum(_dense_group_sums, values)[0])
-    # And they are the sums by group: a chunk's packed token i is its token layout.order[i]
-    # (chunks take consecutive tokens).
-    packed_groups = np.concatenate([groups[chunk.first:chunk.first + chunk.n_tokens][
-        chunk.layout.order] for chunk in data.chunks])
-    expected = np.zeros((n_groups, 3))
-    known = packed_groups >= 0
-    np.add.at(expected, packed_groups[known], values[known])
-    np.testing.assert_allclose(compact.toarray(), expected, rtol=1e-12)
+    np.testing.assert_allclose(compact.toarray(), _sums_by_group(data, groups, values,
+                                                                 n_groups), rtol=1e-12)
+
+
+def _marginal_sums(chunk, workspace, marginals, unit):
+    return (1.5, chunk.marginal_sums(marginals[chunk.first:chunk.first + chunk.n_tokens],
+                                     unit))
+
+
+def test_marginal_sums_are_exact_in_any_order_and_over_any_ranges():
+    """Sums of marginals by group are integers in a unit small enough for every group's
+    tokens: the chunks' add exactly, into one total, the same for any order and any ranges
+    computed elsewhere (workers), and they are the float sums to within the unit."""
+    n_groups = 300
+    data, groups, rng = _grouped_chunks(n_groups, 2)
+    n_chunks = len(data.chunks)
+    marginals = rng.dirichlet(np.ones(3), size=groups.size)
+    counts = np.bincount(groups[groups >= 0], minlength=n_groups)
+    unit = marginal_unit(counts)
+    assert unit == 2.0 ** -(62 - int(counts.max()).bit_length())
+    log_z, total = data.sum(_marginal_sums, marginals, unit)
+    assert total.ids is None and total.rows.dtype == np.int64
+    assert log_z == 1.5 * n_chunks  # the float terms still go along the tree
+    leaf = _chunked_leaf(data, marginals, unit)
+    reordered = leaf(n_chunks - 1)[1].zero_total()
+    for k in rng.permutation(n_chunks):
+        reordered.add(leaf(k)[1])
+    # Ranges summed elsewhere, as workers do (their exact total with their first range).
+    ranges = _tree_ranges(n_chunks, 4)
+    remote = ranges[1:]
+    elsewhere = iter(_ranges_results(remote, leaf, True))
+    shared = _range_sum(0, n_chunks, leaf, set(remote), elsewhere)
+    assert shared[0] == log_z
+    tables = [total.take_array(), reordered.take_array(), shared[1].take_array()]
+    np.testing.assert_array_equal(tables[0], tables[1])
+    np.testing.assert_array_equal(tables[0], tables[2])
+    np.testing.assert_allclose(tables[0], _sums_by_group(data, groups, marginals, n_groups),
+                               rtol=1e-14, atol=n_chunks * unit)
+
+
+def _chunked_leaf(data, marginals, unit):
+    return lambda k: list(_marginal_sums(data.chunks[k], None, marginals, unit))
+
+
+def test_marginal_sums_over_many_chunks_hold_one_table():
+    """The chunks' sums of marginals go into one (groups x labels) table as they come: the
+    sum over 40 chunks of a graph's vertices, as floats, peaks at about one table, where a
+    tree of float partial sums and their dense copy held three."""
+    rng = np.random.default_rng(0)
+    n_tokens = n_groups = 200_000
+    n_labels = 4
+    lengths = np.full(n_tokens // 10, 10)
+    matrix = sp.csr_matrix((np.ones(n_tokens), np.zeros(n_tokens, dtype=np.int32),
+                            np.arange(n_tokens + 1)), shape=(n_tokens, 1))
+    sequences = SequenceMatrix(matrix, np.concatenate([[0], np.cumsum(lengths)]))
+    groups = rng.permutation(n_groups)  # each token its own vertex
+    data = ChunkedSequences(sequences, groups=groups, n_groups=n_groups, chunk_tokens=5_000)
+    assert len(data.chunks) == 40
+    first = 0
+    for chunk in data.chunks:
+        chunk.first, first = first, first + chunk.n_tokens
+    marginals = rng.dirichlet(np.ones(n_labels), size=n_tokens)
+    table_bytes = n_groups * n_labels * 8
+    tracemalloc.start()
+    try:
+        _, total = data.sum(_marginal_sums, marginals, 2.0 ** -40)
+        sums = total.take_array()  # as floats, in the same table
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * table_bytes, peak / table_bytes  # with one block converted at a time
+    assert abs(sums.sum() - n_tokens) < 1e-6
 
 
 def test_an_e_step_over_a_large_graph_holds_each_chunks_own_vertices():
@@ -170,8 +255,8 @@ def test_an_e_step_over_a_large_graph_holds_each_chunks_own_vertices():
         offsets[groups[:5]] = 1.0
         for _ in range(2):
             log_z, sums = data.sum(_chunk_auxiliary_statistics, rng.normal(size=(50, 3)),
-                                   np.zeros((3, 3)), offsets, False)
+                                   np.zeros((3, 3)), offsets, 2.0 ** -40, False)
         # Each token's marginals sum to 1.
-        assert abs(sums.toarray().sum() - n_tokens) < 1e-6
+        assert abs(sums.take_array().sum() - n_tokens) < 1e-6
     """, extra_bytes=600 * 2**20)
     assert outcome["error"] is None, outcome

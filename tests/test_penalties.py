@@ -56,6 +56,24 @@ def test_laplacian_value_is_the_definition(laplacian_case, seeds, block_rows, mo
     assert value == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize("block_rows", [2, 1 << 16])
+def test_laplacian_gradient_in_single_precision_is_the_double_one_rounded(
+        laplacian_case, block_rows, monkeypatch):
+    """graph-PR's E-step takes the gradient in single precision: made in double, a block
+    of rows at a time, then rounded (the same value, the same rounded gradient)."""
+    monkeypatch.setattr(_penalties, "_BLOCK_ROWS", block_rows)
+    weights, token_vertices, seed_sums, marginals = laplacian_case
+    penalty = GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices, seed_sums)
+    sums = np.zeros((penalty.n_groups, marginals.shape[1]))
+    np.add.at(sums, penalty.token_groups[penalty.token_groups >= 0],
+              marginals[penalty.token_groups >= 0])
+    value, gradient = penalty.value_and_gradient(sums)
+    single_value, single = penalty.value_and_gradient(sums, dtype=np.float32)
+    assert gradient.dtype == np.float64 and single.dtype == np.float32
+    assert single_value == value
+    np.testing.assert_array_equal(single, gradient.astype(np.float32))
+
+
 def test_laplacian_gradient_matches_finite_differences(laplacian_case):
     weights, token_vertices, seed_sums, marginals = laplacian_case
     penalty = GraphLaplacianPenalty(sp.csr_matrix(weights), token_vertices, seed_sums)

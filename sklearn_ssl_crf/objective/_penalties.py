@@ -205,7 +205,7 @@ class GraphLaplacianPenalty(MarginalPenalty):
         self.weights = kept
         self.degrees = np.asarray(kept.sum(axis=1)).ravel()
 
-    def value_and_gradient(self, group_sums, overwrite_sums=False):
+    def value_and_gradient(self, group_sums, overwrite_sums=False, dtype=np.float64):
         """The penalty ``h`` and its gradient from the vertices' marginal sums.
 
         Parameters
@@ -216,6 +216,9 @@ class GraphLaplacianPenalty(MarginalPenalty):
         overwrite_sums : bool, default=False
             Make the vertex averages in ``group_sums`` instead of a new table (on a graph
             of millions of vertices one such table is gigabytes).
+        dtype : dtype, default=np.float64
+            The gradient's (graph-PR's E-step holds it in single precision); it is
+            computed in double either way.
 
         Returns
         -------
@@ -227,15 +230,25 @@ class GraphLaplacianPenalty(MarginalPenalty):
         averages = group_sums if overwrite_sums else np.array(group_sums, dtype=np.float64)
         np.add.at(averages, self._seed_entries, self._seed_values)  # each entry once
         averages *= self.inverse_counts
-        laplacian_averages = self.weights @ averages
-        # D m - W m in place, a block of rows at a time: no third (groups x labels) table.
+        gradient = np.empty(averages.shape, dtype=dtype)
+        value = 0.0
+        # L m = D m - W m a block of rows at a time, written as the gradient's rows: no
+        # (groups x labels) table of L m beside the gradient.
+        weights = self.weights
         for start in range(0, self.n_groups, _BLOCK_ROWS):
             rows = slice(start, start + _BLOCK_ROWS)
-            block = laplacian_averages[rows]
+            first, stop = weights.indptr[rows.start], weights.indptr[min(rows.stop,
+                                                                         self.n_groups)]
+            block_weights = sp.csr_matrix(
+                (weights.data[first:stop], weights.indices[first:stop],
+                 weights.indptr[rows.start:rows.stop + 1] - first),
+                shape=(min(rows.stop, self.n_groups) - start, self.n_groups))
+            block = np.asarray(block_weights @ averages)
             np.subtract(self.degrees[rows, None] * averages[rows], block, out=block)
-        value = float(np.vdot(averages, laplacian_averages))
-        laplacian_averages *= 2.0 * self.inverse_counts
-        return value, laplacian_averages
+            value += float(np.vdot(averages[rows], block))
+            block *= 2.0 * self.inverse_counts[rows]
+            gradient[rows] = block
+        return value, gradient
 
 
 class LabelProportionPenalty(MarginalPenalty):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..potentials import marginal_unit
 from ..utils import single_threaded_blas
 from ._potentials import log_partition
 
@@ -72,6 +73,8 @@ class PosteriorRegularizationTerms:
         self._last_terms = None
         tokens = penalty.token_groups[penalty.token_groups >= 0]
         counts = np.bincount(tokens, minlength=penalty.n_groups).astype(np.float64)
+        # q's marginal sums by vertex are added exactly, in the finest unit they allow.
+        self.marginal_unit = marginal_unit(counts)
         # 1 / (unlabeled tokens of each vertex), 0 for none: averages of the E-step's start.
         self.inverse_token_counts = np.divide(1.0, counts, out=np.zeros_like(counts),
                                               where=counts > 0)[:, None]
@@ -85,22 +88,23 @@ class PosteriorRegularizationTerms:
         state, transition = self.layout.unpack(theta)
         with single_threaded_blas():
             log_z_q, sums = self.unlabeled_data.sum(_chunk_auxiliary_statistics, state,
-                                                     transition, offsets, False)
-        sums = sums.toarray()
+                                                     transition, offsets,
+                                                     self.marginal_unit, False)
+        sums = sums.take_array()
         # E_q[log q - log p] = sum_t mu_t . offsets[vertex of t] - log Z_q + log Z_p.
         kl = _dot(offsets, sums) - log_z_q + log_z
-        penalty, gradient = self.penalty.value_and_gradient(sums, overwrite_sums=True)
-        del sums  # the vertex averages, not held while the gradient is rounded
-        return Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty,
-                         gradient.astype(self.table_dtype))
+        penalty, gradient = self.penalty.value_and_gradient(sums, overwrite_sums=True,
+                                                            dtype=self.table_dtype)
+        return Auxiliary(theta, offsets, kl, penalty, kl + self.lam * penalty, gradient)
 
     def expected_features(self, q):
         """Sets q's expected features and ``E_q[log q]``."""
         state, transition = self.layout.unpack(q.theta)
         with single_threaded_blas():
             log_z_q, sums, d_state, d_transition = self.unlabeled_data.sum(
-                _chunk_auxiliary_statistics, state, transition, q.offsets, True)
-            sums = sums.toarray()
+                _chunk_auxiliary_statistics, state, transition, q.offsets,
+                self.marginal_unit, True)
+            sums = sums.take_array()
         q.features = self.layout.pack(d_state, d_transition)
         q.expected_log_q = float(q.features @ q.theta + _dot(q.offsets, sums) - log_z_q)
 
@@ -165,9 +169,11 @@ def _dot(table, sums):
                      for start in range(0, table.shape[0], _BLOCK_ROWS)))
 
 
-def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, features):
-    """A chunk's ``sum log Z_q`` and q's marginal sums per vertex; with ``features``, also
-    q's expected state and transition features.
+def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, unit,
+                                features):
+    """A chunk's ``sum log Z_q`` and q's marginal sums per vertex (exact `MarginalSums` in
+    units of ``unit``: the chunks' are added into one table); with ``features``, also q's
+    expected state and transition features.
 
     Nothing is kept with the chunk between calls: theta's unary potentials are made again
     at each (a few percent of an E-step's time) and the E-step's last q takes a second
@@ -176,7 +182,7 @@ def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, fe
     millions of sentences."""
     log_z, node_marginals, edge_marginal_sum = log_partition(
         chunk, chunk.unary(state) + chunk.group_rows(offsets), transition, workspace)
-    sums = chunk.group_sums(node_marginals)
+    sums = chunk.marginal_sums(node_marginals, unit)
     if not features:
         return log_z, sums
     return log_z, sums, chunk.weight_gradient(node_marginals), edge_marginal_sum

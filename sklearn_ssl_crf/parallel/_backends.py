@@ -12,7 +12,7 @@ from joblib.externals.loky import ProcessPoolExecutor
 
 from ..inference import Workspace
 from ..utils import single_threaded_blas
-from ._tree import _range_results, _tree_ranges
+from ._tree import _ranges_results, _tree_ranges
 
 #: Chunks per message when they are scattered to a dask cluster's workers: the client holds
 #: a message's serialised copy until it is sent, so its memory grows by one message (about
@@ -103,15 +103,14 @@ _thread_state = threading.local()
 
 
 def _evaluate_held(ranges, held, function, args, reduce):
-    """On a dask worker: `_range_results` of some tree ranges of the chunks it holds
+    """On a dask worker: `_ranges_results` of some tree ranges of the chunks it holds
     (``held``: chunk index -> chunk)."""
     # A worker may run tasks of several fits at once, in threads: one workspace per thread.
     workspace = getattr(_thread_state, "workspace", None)
     if workspace is None:
         workspace = _thread_state.workspace = Workspace()
     with single_threaded_blas():
-        return [_range_results(first, stop, lambda k: function(held[k], workspace, *args),
-                               reduce) for first, stop in ranges]
+        return _ranges_results(ranges, lambda k: function(held[k], workspace, *args), reduce)
 
 
 def _stored_results(paths, groups, function, args, reduce, n_jobs):
@@ -159,7 +158,7 @@ _worker_workspace = Workspace()
 
 
 def _evaluate_stored(paths, ranges, function, args, reduce):
-    """In a worker: `_range_results` of some tree ranges of the chunks stored at
+    """In a worker: `_ranges_results` of some tree ranges of the chunks stored at
     ``paths``."""
     # Several data sets can be in use at once (labelled and unlabelled); a folder is gone
     # once its data set is, and so are its chunks here.
@@ -173,4 +172,4 @@ def _evaluate_stored(paths, ranges, function, args, reduce):
             chunk = stored[k] = joblib.load(paths[k], mmap_mode="r")
         return function(chunk, _worker_workspace, *args)
 
-    return [_range_results(first, stop, leaf, reduce) for first, stop in ranges]
+    return _ranges_results(ranges, leaf, reduce)

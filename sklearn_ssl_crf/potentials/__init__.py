@@ -3,7 +3,14 @@
 vector's layout (`WeightLayout`) and the masks of the weights that exist.
 """
 
-from ._packed import GroupSums, PackedSequences, group_indicator, transition_counts
+from ._packed import (
+    GroupSums,
+    MarginalSums,
+    PackedSequences,
+    group_indicator,
+    marginal_unit,
+    transition_counts,
+)
 from ._weight_layout import (
     WeightLayout,
     observed_weight_masks,
@@ -14,4 +21,5 @@ from ._weight_layout import (
 __all__ = [
     "PackedSequences", "transition_counts", "WeightLayout", "observed_weight_masks",
     "seen_structure", "transition_potentials", "group_indicator", "GroupSums",
+    "MarginalSums", "marginal_unit",
 ]

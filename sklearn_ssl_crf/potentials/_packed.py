@@ -128,6 +128,13 @@ class PackedSequences:
         return GroupSums(self.group_ids, np.asarray(self.group_matrix @ values),
                          self.n_groups)
 
+    def marginal_sums(self, marginals, unit):
+        """The rows of ``marginals`` (n_tokens, k; packed order; values in [0, 1]) summed by
+        group, as exact `MarginalSums` in units of ``unit`` over the chunk's groups."""
+        sums = np.asarray(self.group_matrix @ marginals)
+        return MarginalSums(self.group_ids, np.rint(sums / unit).astype(np.int64),
+                            self.n_groups, unit)
+
     def group_rows(self, table):
         """Each packed token's row of ``table`` (n_groups, k), zeros for tokens without
         a group."""
@@ -215,3 +222,57 @@ class GroupSums:
         dense = np.zeros((self.n_groups, self.rows.shape[1]))
         dense[self.ids] = self.rows
         return dense
+
+
+def marginal_unit(group_token_counts):
+    """The finest unit of `MarginalSums` in which sums of marginals by group stay below
+    2**62 in int64: a group's sums are at most its tokens (the most of any group in
+    ``group_token_counts``). With 10^5 tokens of one group it is 2**-45."""
+    most = int(np.max(group_token_counts, initial=0))
+    return 2.0 ** -(62 - most.bit_length())
+
+# Rows converted at a time by `MarginalSums.take_array`.
+_BLOCK_ROWS = 1 << 16
+
+
+class MarginalSums:
+    """Sums by group of token rows of marginals (values in [0, 1]) as integers in units of
+    ``unit`` (`marginal_unit`): their additions are exact, so a total is the same whatever
+    the order it was added in. `ChunkedSequences.sum` adds each chunk's into one table as
+    it comes (``exact``), where float sums take a fixed tree of partial sums, several
+    (groups x labels) tables at its top: gigabytes each on a graph of millions of
+    vertices.
+
+    ``ids``: the groups of ``rows``, in increasing order; None for a total, whose ``rows``
+    is the (n_groups, k) table.
+    """
+
+    exact = True
+
+    def __init__(self, ids, rows, n_groups, unit):
+        self.ids, self.rows, self.n_groups, self.unit = ids, rows, n_groups, unit
+
+    def zero_total(self):
+        """An empty total of sums like these (`add` adds into it)."""
+        return MarginalSums(None, np.zeros((self.n_groups, self.rows.shape[1]),
+                                           dtype=np.int64), self.n_groups, self.unit)
+
+    def add(self, other):
+        """Adds ``other``'s sums into this total, in place."""
+        if other.ids is None:
+            self.rows += other.rows
+        else:
+            self.rows[other.ids] += other.rows  # a chunk's groups are distinct
+
+    def take_array(self):
+        """The (n_groups, k) array of the sums as floats, made in this total's own memory
+        (a block of rows at a time: no second table); the total holds nothing after."""
+        table, self.rows = self.rows, None
+        if self.ids is not None:
+            rows, table = table, np.zeros((self.n_groups, table.shape[1]), dtype=np.int64)
+            table[self.ids] = rows
+        values = table.view(np.float64)
+        for start in range(0, table.shape[0], _BLOCK_ROWS):
+            block = slice(start, start + _BLOCK_ROWS)
+            values[block] = table[block] * self.unit
+        return values
