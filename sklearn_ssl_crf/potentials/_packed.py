@@ -231,6 +231,7 @@ def marginal_unit(group_token_counts):
     most = int(np.max(group_token_counts, initial=0))
     return 2.0 ** -(62 - most.bit_length())
 
+
 # Rows converted at a time by `MarginalSums.take_array`.
 _BLOCK_ROWS = 1 << 16
 
