@@ -37,7 +37,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..graph import SimilarityGraph, TrigramWords, resolve_graph
-from ..objective import GraphLaplacianPenalty, PosteriorRegularizationTerms
+from ..objective import GraphLaplacianPenalty, PosteriorRegularizationTerms, auxiliary_unary
 from ..training import (
     EMSettings,
     ExpectationMaximisation,
@@ -536,8 +536,8 @@ vectorizer_
         predicted = []
         with single_threaded_blas():
             for chunk in data.chunks:
-                unary = chunk.unary(state) + chunk.group_rows(q.offsets)
-                predicted.append(self._decode(chunk, unary, transition))
+                predicted.append(self._decode(chunk, auxiliary_unary(chunk, state, q.offsets),
+                                              transition))
         if not predicted:
             return []
         labels = classes[np.concatenate(predicted)]

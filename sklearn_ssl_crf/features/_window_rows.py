@@ -12,6 +12,7 @@ from ..utils import (
     SequenceTagsMixin,
     as_sequence_list,
     matrices_to_sequence_matrix,
+    row_blocks,
 )
 from ._window_features import _check_window
 
@@ -131,7 +132,7 @@ class WindowRows(_StatelessTransformer):
                                         dtype=np.float64))
         windows = sp.hstack(blocks, format="csr")
         windows.sort_indices()
-        return _split_rows(windows, offsets)
+        return list(row_blocks(windows, offsets))
 
     def _check_params(self):
         for name in ("bias", "bos_eos"):
@@ -164,21 +165,6 @@ def _matrix_sequences(X):
         offsets = np.concatenate([[0], np.cumsum([len(sequence) for sequence in X])])
         X = SequenceMatrix(sp.csr_matrix(np.concatenate(X), dtype=np.float64), offsets)
     return matrices_to_sequence_matrix(X)
-
-
-def _split_rows(matrix, offsets):
-    """The CSR matrices of rows ``offsets[i]:offsets[i + 1]`` of a CSR ``matrix``, built on
-    views of its arrays (several times faster than slicing it)."""
-    data, indices, indptr = matrix.data, matrix.indices, matrix.indptr
-    n_columns = matrix.shape[1]
-    blocks = []
-    for start, stop in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
-        first, last = indptr[start], indptr[stop]
-        blocks.append(sp.csr_matrix(
-            (data[first:last], indices[first:last], indptr[start:stop + 1] - first),
-            shape=(stop - start, n_columns),
-        ))
-    return blocks
 
 
 def _shifted_rows(matrix, offset, valid):

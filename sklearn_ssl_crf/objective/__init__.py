@@ -12,6 +12,7 @@
 from ._penalties import GraphLaplacianPenalty, LabelProportionPenalty, MarginalPenalty
 from ._penalties import target_proportions as target_proportions
 from ._posterior_regularization import PosteriorRegularizationTerms as PosteriorRegularizationTerms
+from ._posterior_regularization import auxiliary_unary as auxiliary_unary
 from ._potentials import clamp_unary as clamp_unary
 from ._potentials import cost_augmented as cost_augmented
 from ._potentials import label_count_gradient, log_likelihood, log_partition, unlabelled_terms

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..potentials import group_indicator
+from ..utils import row_blocks
 
 # Rows of a (groups x labels) table worked on at a time where a whole temporary copy of
 # it would be gigabytes.
@@ -234,15 +235,9 @@ class GraphLaplacianPenalty(MarginalPenalty):
         value = 0.0
         # L m = D m - W m a block of rows at a time, written as the gradient's rows: no
         # (groups x labels) table of L m beside the gradient.
-        weights = self.weights
-        for start in range(0, self.n_groups, _BLOCK_ROWS):
-            rows = slice(start, start + _BLOCK_ROWS)
-            first, stop = weights.indptr[rows.start], weights.indptr[min(rows.stop,
-                                                                         self.n_groups)]
-            block_weights = sp.csr_matrix(
-                (weights.data[first:stop], weights.indices[first:stop],
-                 weights.indptr[rows.start:rows.stop + 1] - first),
-                shape=(min(rows.stop, self.n_groups) - start, self.n_groups))
+        bounds = np.append(np.arange(0, self.n_groups, _BLOCK_ROWS), self.n_groups)
+        for start, block_weights in zip(bounds.tolist(), row_blocks(self.weights, bounds)):
+            rows = slice(start, start + block_weights.shape[0])
             block = np.asarray(block_weights @ averages)
             np.subtract(self.degrees[rows, None] * averages[rows], block, out=block)
             value += float(np.vdot(averages[rows], block))

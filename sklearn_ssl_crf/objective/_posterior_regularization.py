@@ -10,10 +10,8 @@ import numpy as np
 
 from ..potentials import marginal_unit
 from ..utils import single_threaded_blas
+from ._penalties import _BLOCK_ROWS
 from ._potentials import log_partition
-
-# Rows of a table taken at a time where a double copy of the whole would be gigabytes.
-_BLOCK_ROWS = 1 << 16
 
 
 @dataclass
@@ -169,6 +167,12 @@ def _dot(table, sums):
                      for start in range(0, table.shape[0], _BLOCK_ROWS)))
 
 
+def auxiliary_unary(chunk, state, offsets):
+    """q's unary potentials of a chunk's packed tokens: theta's ``X W`` plus the offsets of
+    each token's vertex."""
+    return chunk.unary(state) + chunk.group_rows(offsets)
+
+
 def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, unit,
                                 features):
     """A chunk's ``sum log Z_q`` and q's marginal sums per vertex (exact `MarginalSums` in
@@ -181,7 +185,7 @@ def _chunk_auxiliary_statistics(chunk, workspace, state, transition, offsets, un
     every chunk's (tokens x labels) potentials and marginals would cost gigabytes on
     millions of sentences."""
     log_z, node_marginals, edge_marginal_sum = log_partition(
-        chunk, chunk.unary(state) + chunk.group_rows(offsets), transition, workspace)
+        chunk, auxiliary_unary(chunk, state, offsets), transition, workspace)
     sums = chunk.marginal_sums(node_marginals, unit)
     if not features:
         return log_z, sums

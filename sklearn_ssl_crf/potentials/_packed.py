@@ -266,12 +266,14 @@ class MarginalSums:
             self.rows[other.ids] += other.rows  # a chunk's groups are distinct
 
     def take_array(self):
-        """The (n_groups, k) array of the sums as floats, made in this total's own memory
-        (a block of rows at a time: no second table); the total holds nothing after."""
-        table, self.rows = self.rows, None
+        """The (n_groups, k) array of the sums as floats, made in a total's own memory (a
+        block of rows at a time: no second table): this one's, which holds nothing after,
+        or a new total's of a chunk's sums."""
         if self.ids is not None:
-            rows, table = table, np.zeros((self.n_groups, table.shape[1]), dtype=np.int64)
-            table[self.ids] = rows
+            total = self.zero_total()
+            total.add(self)
+            return total.take_array()
+        table, self.rows = self.rows, None
         values = table.view(np.float64)
         for start in range(0, table.shape[0], _BLOCK_ROWS):
             block = slice(start, start + _BLOCK_ROWS)

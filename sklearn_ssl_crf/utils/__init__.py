@@ -7,7 +7,7 @@ from ._keyword_only import KeywordOnlyParameters
 from ._memory import release_freed_memory
 from ._memory_needs import check_fit_memory, check_memory
 from ._random import fit_random_state
-from ._sequences import SequenceMatrix, UnlabeledSequences, sequence_lists
+from ._sequences import SequenceMatrix, UnlabeledSequences, row_blocks, sequence_lists
 from ._tags import LabelledSequenceTagsMixin, SequenceTagsMixin
 from ._threads import dask_client, single_threaded_blas
 from ._validation import (
@@ -34,7 +34,7 @@ __all__ = [
     "concatenate_inputs", "dask_client", "encode_labels", "feature_value_error", "fit_random_state",
     "is_matrix_input", "matrices_to_sequence_matrix",
     "not_sequences_error", "open_regular_file",
-    "release_freed_memory", "select_sequences", "sequence_lengths", "sequence_lists",
+    "release_freed_memory", "row_blocks", "select_sequences", "sequence_lengths", "sequence_lists",
     "single_threaded_blas", "stack_sequences", "unchanged_on_failure", "unfitted_on_failure",
     "unlabeled_input"
 ]

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["SequenceMatrix", "UnlabeledSequences", "sequence_lists"]
+__all__ = ["SequenceMatrix", "UnlabeledSequences", "row_blocks", "sequence_lists"]
 
 
 class SequenceMatrix:
@@ -148,6 +148,20 @@ def sequence_lists(values, offsets):
     """Per-token ``values`` (an array over the tokens of all sequences, in order) as one
     list per sequence; ``offsets``: where each sequence starts, and the end."""
     return [part.tolist() for part in np.split(values, offsets[1:-1])]
+
+
+def row_blocks(matrix, bounds):
+    """The CSR matrices of rows ``bounds[i]:bounds[i + 1]`` of a CSR ``matrix``, one at a
+    time, built on views of its arrays (several times faster than slicing it, and no copy
+    of its entries)."""
+    data, indices, indptr = matrix.data, matrix.indices, matrix.indptr
+    n_columns = matrix.shape[1]
+    for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        first, last = indptr[start], indptr[stop]
+        yield sp.csr_matrix(
+            (data[first:last], indices[first:last], indptr[start:stop + 1] - first),
+            shape=(stop - start, n_columns),
+        )
 
 
 def _concatenated_ranges(starts, lengths):
